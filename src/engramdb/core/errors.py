@@ -13,6 +13,10 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   ├── ProviderReadOnlyError
     │   ├── NoProviderForTierError
     │   ├── DuplicateProviderError
+    │   ├── GraphMemoryError        graph memory was asked about what it does not hold
+    │   │   ├── EntityNotFoundError
+    │   │   ├── RelationNotFoundError
+    │   │   └── InvalidTraversalError   (also a ValidationError)
     │   └── UnsupportedTargetError  an open() target no backend understands
     └── EngramRuntimeError          the system failed; the call may succeed later
         ├── StorageError            the backend failed; the transaction was rolled back
@@ -110,6 +114,33 @@ class DuplicateProviderError(UsageError):
     """A different provider instance is already registered under this id."""
 
     code = "duplicate_provider"
+
+
+class GraphMemoryError(UsageError):
+    """A graph memory operation named what the graph does not hold, or asked a bad query."""
+
+    code = "graph_error"
+
+
+class EntityNotFoundError(GraphMemoryError):
+    """A graph entity the call needs does not exist; nothing was written.
+
+    ``details`` carries ``entity_id``.
+    """
+
+    code = "entity_not_found"
+
+
+class RelationNotFoundError(GraphMemoryError):
+    """A graph relation the call names does not exist; ``details`` carries ``relation_id``."""
+
+    code = "relation_not_found"
+
+
+class InvalidTraversalError(GraphMemoryError, ValidationError):
+    """A traversal query is malformed (a path pattern without a target, a bad depth)."""
+
+    code = "invalid_traversal"
 
 
 class UnsupportedTargetError(UsageError):
