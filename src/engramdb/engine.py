@@ -28,10 +28,15 @@ from engramdb.orchestrator.assemble import AssembledContext, Lookup, assemble
 from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.conversation import CONVERSATION_SPEC, ConversationMemory
 from engramdb.orchestrator.episodic import EPISODIC_SPEC, EpisodicMemory
+from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC, StoredResponses
+from engramdb.orchestrator.plans import PLAN_SPEC, Plans
 from engramdb.orchestrator.plugin import StoredMemoryType
 from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
 from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.semantic import PUBLIC_SPEC, SEMANTIC_SPEC, SemanticMemory
+from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
+from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
+from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
 from engramdb.orchestrator.working import WORKING_SPEC, WorkingMemory
 from engramdb.providers.event_sourced import (
@@ -47,6 +52,16 @@ from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
 
 PERSISTENT_PROVIDER_ID = "event_sourced"
+#: Namespaces of records that are not memories (task contexts, plans, sessions, tenancy,
+#: stored answers): logged, rebuilt, exported and swept like the rest, never recalled.
+RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
+    TASK_SPEC,
+    PLAN_SPEC,
+    SESSION_SPEC,
+    *TENANCY_SPECS,
+    IDEMPOTENCY_SPEC,
+)
+_RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
 
 @dataclass(frozen=True)
@@ -99,7 +114,11 @@ class ScopedMemory:
         self.engine = engine
         self.scope = scope
         self.working_provider = WorkingMemoryProvider(engine.working_store, scope)
-        providers = {spec.namespace: engine.provider(spec, scope) for spec in engine.specs}
+        providers = {
+            spec.namespace: engine.provider(spec, scope)
+            for spec in engine.specs
+            if spec.namespace not in _RESOURCE_NAMESPACES
+        }
         self.persistent = providers[PERSISTENT_PROVIDER_ID]
         self.episodic = EpisodicMemory(providers[EPISODIC_SPEC.namespace])
         self.semantic = SemanticMemory(
@@ -117,6 +136,26 @@ class ScopedMemory:
             session=scope.session,
             recall_timeout_s=engine.config.recall_timeout_s,
         )
+
+    @property
+    def tasks(self) -> TaskContexts:
+        """The task contexts of this scope's tenant."""
+        return TaskContexts(self.engine.provider(TASK_SPEC, self.scope))
+
+    @property
+    def plans(self) -> Plans:
+        """The plans of this scope's tenant."""
+        return Plans(self.engine.provider(PLAN_SPEC, self.scope))
+
+    @property
+    def sessions(self) -> Sessions:
+        """The sessions of this scope's tenant."""
+        return Sessions(self.engine.provider(SESSION_SPEC, self.scope))
+
+    @property
+    def stored_responses(self) -> StoredResponses:
+        """The answers kept for idempotent retries in this scope's tenant."""
+        return StoredResponses(self.engine.provider(IDEMPOTENCY_SPEC, self.scope))
 
     def types(self) -> list[StoredMemoryType]:
         """The memory types of this scope."""
@@ -161,7 +200,7 @@ class Engine:
         self.producer = ProducerRef(name=self.config.producer)
         self.working_store = WorkingStore(self.config.working)
         self.registry = ProviderRegistry(backend.events, self.producer)
-        self.specs = self.config.projections()
+        self.specs = (*self.config.projections(), *RESOURCE_SPECS)
         self.indexer = Indexer(backend, _embedder(self.config.embedder), self.config.search)
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
 
@@ -169,6 +208,13 @@ class Engine:
     def events(self) -> EventStore:
         """The event log."""
         return self.backend.events
+
+    @property
+    def tenancy(self) -> Tenancy:
+        """The tenants, users and API keys of this database."""
+        return Tenancy(
+            self.backend, self.provider, self.specs, self.producer, self.indexer.forget_all
+        )
 
     async def _start(self) -> None:
         await self.registry.refresh()

@@ -9,6 +9,10 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
     │   │   └── InvalidScopeError
+    │   ├── NotFoundError           the named resource does not exist
+    │   ├── ConflictError           the write collides with what is stored or in flight
+    │   ├── AuthenticationError     no credentials, or credentials that do not verify
+    │   ├── PermissionDeniedError   valid credentials without the right to this request
     │   ├── ProviderNotFoundError
     │   ├── ProviderReadOnlyError
     │   ├── NoProviderForTierError
@@ -90,6 +94,34 @@ class InvalidScopeError(ValidationError):
     """A scope field is missing or malformed."""
 
     code = "invalid_scope"
+
+
+class NotFoundError(UsageError):
+    """The named resource (task context, plan, session, state key, …) does not exist.
+
+    ``details`` names it: ``resource`` and ``id``.
+    """
+
+    code = "not_found"
+
+
+class ConflictError(UsageError):
+    """The write collides with stored state (the id is taken) or with a request in flight."""
+
+    code = "conflict"
+
+
+class AuthenticationError(UsageError):
+    """No credentials were given, or they do not verify (unknown, revoked, expired)."""
+
+    code = "unauthenticated"
+
+
+class PermissionDeniedError(UsageError):
+    """The credentials are valid but do not allow this request (another tenant or user, or
+    a read-only credential asked to write)."""
+
+    code = "permission_denied"
 
 
 class ProviderNotFoundError(UsageError):

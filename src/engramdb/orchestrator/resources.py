@@ -1,0 +1,184 @@
+"""``ResourceStore``: named records that are not memories — task contexts, plans, sessions —
+kept one per id in a tenant-wide namespace of the event-sourced store.
+
+Every create, update and delete goes through ``EventSourcedProvider``, so each change is
+stored with its ``memory.written`` / ``memory.deleted`` event in one transaction and the
+records are rebuilt from the log like every memory. The fields a list filters by (user,
+status, plan) are copied into the record's metadata, where both backends filter in SQL.
+
+Ids are unique per tenant (the service spec's ``UNIQUE(tenant_id, task_id)``). A create
+checks the id is free before writing; two concurrent creates of one id may both pass the
+check, and the later write wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from engramdb.core.errors import ConflictError, NotFoundError, ValidationError
+from engramdb.core.model import EngramModel
+from engramdb.core.scope import Level
+from engramdb.core.types import utc_now
+from engramdb.core.validation import validate_key
+from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
+from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
+from engramdb.storage.records import Record, RecordQuery
+
+#: Resources are shared by the whole tenant: every agent of a plan sees its task contexts.
+TENANT_LEVELS: tuple[Level, ...] = ("tenant",)
+MAX_PAGE = 1000
+
+
+class Resource(EngramModel):
+    """Base of the stored resources: the times the store sets."""
+
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+M = TypeVar("M", bound=Resource)
+
+
+@dataclass(frozen=True)
+class Page(Generic[M]):
+    """One page of a list: the items and the offset of the next page (``None``: the last)."""
+
+    items: list[M]
+    next_offset: int | None
+
+
+def resource_spec(namespace: str, key_text: KeyText = plain_key_text) -> ProjectionSpec:
+    """The projection of a resource namespace: tenant-wide, no vectors."""
+    return ProjectionSpec(namespace, levels=TENANT_LEVELS, key_text=key_text)
+
+
+def check_page(limit: int, offset: int) -> None:
+    """Reject a page size outside 1..1000 or a negative offset."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValidationError(f"limit must be between 1 and {MAX_PAGE}", limit=limit)
+    if offset < 0:
+        raise ValidationError("offset must not be negative", offset=offset)
+
+
+class ResourceStore(Generic[M]):
+    """The records of one resource kind in one tenant (see the module docstring)."""
+
+    #: What the resource is called in errors ("task context").
+    resource: ClassVar[str]
+    #: The model's field that holds the id ("task_id").
+    id_field: ClassVar[str]
+    #: The model's fields copied to metadata for filtering.
+    indexed: ClassVar[tuple[str, ...]] = ()
+    content_type: ClassVar[str] = "activity"
+
+    def __init__(self, provider: EventSourcedProvider, model: type[M]) -> None:
+        self.provider = provider
+        self.model = model
+
+    def _model(self, record: Record) -> M:
+        value = dict(record.value) if isinstance(record.value, dict) else {}
+        value["created_at"] = record.created_at
+        value["updated_at"] = record.updated_at or record.created_at
+        return self.model.model_validate(value)
+
+    def _missing(self, resource_id: str) -> NotFoundError:
+        return NotFoundError(
+            f"no {self.resource} {resource_id!r} in this tenant",
+            resource=self.resource,
+            id=resource_id,
+        )
+
+    async def find(self, resource_id: str) -> M | None:
+        """The resource ``resource_id``, or ``None``."""
+        record = await self.provider.read_record(validate_key(resource_id))
+        return None if record is None else self._model(record)
+
+    async def get(self, resource_id: str) -> M:
+        """The resource ``resource_id``.
+
+        Raises:
+            NotFoundError: there is none.
+        """
+        found = await self.find(resource_id)
+        if found is None:
+            raise self._missing(resource_id)
+        return found
+
+    async def _write(self, item: M) -> M:
+        resource_id = str(getattr(item, self.id_field))
+        value = item.model_dump(mode="json", exclude={"created_at", "updated_at"})
+        metadata = {name: value[name] for name in self.indexed if value.get(name) is not None}
+        (entry,) = await self.provider.write_many(
+            [WriteRequest(resource_id, value, self.content_type, metadata)]
+        )
+        return item.model_copy(
+            update={"created_at": entry.created_at, "updated_at": entry.updated_at or utc_now()}
+        )
+
+    async def create(self, item: M) -> M:
+        """Store a new resource.
+
+        Raises:
+            ConflictError: its id is taken in this tenant.
+        """
+        resource_id = validate_key(str(getattr(item, self.id_field)))
+        if await self.provider.read_record(resource_id) is not None:
+            raise ConflictError(
+                f"{self.resource} {resource_id!r} already exists",
+                resource=self.resource,
+                id=resource_id,
+            )
+        stored = await self._write(item)
+        return stored.model_copy(update={"updated_at": stored.created_at})
+
+    async def update(self, resource_id: str, changes: Mapping[str, Any]) -> M:
+        """Replace the given fields of resource ``resource_id`` (others are kept).
+
+        Raises:
+            NotFoundError: there is none.
+            ValidationError: a change names the id or an unknown field, or has a bad value.
+        """
+        current = await self.get(resource_id)
+        unknown = set(changes) - (set(self.model.model_fields) - {"created_at", "updated_at"})
+        if unknown or self.id_field in changes:
+            raise ValidationError(
+                f"cannot change {sorted(unknown | ({self.id_field} & set(changes)))} "
+                f"of a {self.resource}",
+                fields=sorted(unknown),
+            )
+        merged = self.model.model_validate({**current.model_dump(), **changes})
+        return await self._write(merged)
+
+    async def delete(self, resource_id: str) -> None:
+        """Delete resource ``resource_id`` (its history stays in the event log).
+
+        Raises:
+            NotFoundError: there is none.
+        """
+        if not await self.provider.forget(validate_key(resource_id), "hard", purge=False):
+            raise self._missing(resource_id)
+
+    async def list(
+        self, *, filters: Mapping[str, Any] | None = None, limit: int = 50, offset: int = 0
+    ) -> Page[M]:
+        """Resources matching ``filters`` (exact values of indexed fields), ordered by id."""
+        check_page(limit, offset)
+        unknown = set(filters or {}) - set(self.indexed)
+        if unknown:
+            raise ValidationError(f"cannot filter {self.resource}s by {sorted(unknown)}")
+        metadata = {k: v for k, v in (filters or {}).items() if v is not None}
+        records = await self.provider.backend.scan(
+            RecordQuery(
+                self.provider.provider_id,
+                self.provider.partition,
+                metadata=metadata,
+                alive_at=utc_now(),
+                limit=limit + 1,
+                offset=offset,
+            )
+        )
+        more = len(records) > limit
+        return Page([self._model(r) for r in records[:limit]], offset + limit if more else None)

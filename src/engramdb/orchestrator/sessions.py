@@ -1,0 +1,51 @@
+"""``Sessions``: the conversation sessions of a tenant (the service spec's sessions), one
+record per ``session_id``, listed by user and agent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from engramdb.core.types import utc_now
+from engramdb.orchestrator.resources import Resource, ResourceStore, resource_spec
+from engramdb.providers.event_sourced import EventSourcedProvider
+
+NAMESPACE = "sessions"
+SESSION_SPEC = resource_spec(NAMESPACE)
+
+
+class Session(Resource):
+    """A conversation session: who holds it, with which agent, and when it was last used."""
+
+    session_id: str = Field(min_length=1, max_length=100)
+    user_id: str | None = Field(default=None, max_length=128)
+    agent_id: str | None = Field(default=None, max_length=100)
+    last_interaction: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Sessions(ResourceStore[Session]):
+    """The sessions of one tenant."""
+
+    resource: ClassVar[str] = "session"
+    id_field: ClassVar[str] = "session_id"
+    indexed: ClassVar[tuple[str, ...]] = ("user_id", "agent_id")
+
+    def __init__(self, provider: EventSourcedProvider) -> None:
+        super().__init__(provider, Session)
+
+    async def create(self, item: Session) -> Session:
+        """Store a new session; its last interaction defaults to now."""
+        return await super().create(
+            item
+            if item.last_interaction
+            else item.model_copy(update={"last_interaction": utc_now()})
+        )
+
+    async def update(self, resource_id: str, changes: Mapping[str, Any]) -> Session:
+        """Replace the given fields; an update is an interaction, so unless it sets
+        ``last_interaction`` itself, that becomes now."""
+        return await super().update(resource_id, {"last_interaction": utc_now(), **changes})

@@ -1,0 +1,280 @@
+"""``Tenancy``: the tenants, users and API keys a served database knows, stored like every
+other record (one namespace each, each change with its event) so that several service
+instances share them through the database.
+
+Tenants and users are local replicas of an identity service (the service spec): a JWT names
+them, and they are created on first sight (``ensure_tenant``). API keys are issued here:
+``ek_<key id>_<secret>``, of which only the SHA-256 of the whole key is stored; the key id
+finds the record without a scan. A tenant's deletion removes everything stored under it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from engramdb.core.errors import AuthenticationError, ConflictError, NotFoundError
+from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
+from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.core.types import utc_now
+from engramdb.orchestrator.resources import (
+    Page,
+    Resource,
+    ResourceStore,
+    check_page,
+    resource_spec,
+)
+from engramdb.providers.event_sourced import EventSourcedProvider
+from engramdb.providers.projection import ProjectionSpec
+from engramdb.storage.backend import Backend
+from engramdb.storage.records import Delete, Op, RecordQuery, Redact
+
+TENANT_SPEC = resource_spec("tenants")
+USER_SPEC = resource_spec("users")
+KEY_SPEC = resource_spec("api_keys")
+TENANCY_SPECS = (TENANT_SPEC, USER_SPEC, KEY_SPEC)
+
+Role = Literal["reader", "writer"]
+KEY_PREFIX = "ek_"
+_KEY = re.compile(r"^ek_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
+
+#: Builds the provider of a namespace bound to a scope (the engine's ``provider``).
+ProviderFactory = Callable[[ProjectionSpec, Scope], EventSourcedProvider]
+
+
+class Tenant(Resource):
+    """A tenant: every record carries one, and none is ever visible to another."""
+
+    tenant_id: str = Field(min_length=1, max_length=128)
+    name: str = Field(default="", max_length=255)
+
+
+class User(Resource):
+    """A user (a person or an agent identity) of one tenant."""
+
+    user_id: str = Field(min_length=1, max_length=128)
+    name: str = Field(default="", max_length=255)
+
+
+class ApiKey(Resource):
+    """An issued API key: its id, whose it is, what it may do; the secret only as a hash."""
+
+    key_id: str
+    tenant_id: str
+    user_id: str | None = None
+    role: Role = "writer"
+    name: str = Field(default="", max_length=255)
+    sha256: str
+    revoked_at: datetime | None = None
+
+
+class _Tenants(ResourceStore[Tenant]):
+    resource: ClassVar[str] = "tenant"
+    id_field: ClassVar[str] = "tenant_id"
+
+    def __init__(self, provider: EventSourcedProvider) -> None:
+        super().__init__(provider, Tenant)
+
+
+class _Users(ResourceStore[User]):
+    resource: ClassVar[str] = "user"
+    id_field: ClassVar[str] = "user_id"
+
+    def __init__(self, provider: EventSourcedProvider) -> None:
+        super().__init__(provider, User)
+
+
+class _Keys(ResourceStore[ApiKey]):
+    resource: ClassVar[str] = "API key"
+    id_field: ClassVar[str] = "key_id"
+    indexed: ClassVar[tuple[str, ...]] = ("user_id",)
+
+    def __init__(self, provider: EventSourcedProvider) -> None:
+        super().__init__(provider, ApiKey)
+
+
+def key_digest(token: str) -> str:
+    """The stored form of an API key: the hex SHA-256 of the whole key."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Tenancy:
+    """Tenants, users and API keys of one database (see the module docstring)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        provider: ProviderFactory,
+        specs: Sequence[ProjectionSpec],
+        producer: ProducerRef | None = None,
+        on_wipe: Callable[[], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self._provider = provider
+        self._specs = specs
+        self._producer = producer or ProducerRef()
+        self._on_wipe = on_wipe
+
+    def _tenants(self, tenant_id: str) -> _Tenants:
+        return _Tenants(self._provider(TENANT_SPEC, Scope(tenant=tenant_id)))
+
+    def _users(self, tenant_id: str) -> _Users:
+        return _Users(self._provider(USER_SPEC, Scope(tenant=tenant_id)))
+
+    def _keys(self, tenant_id: str) -> _Keys:
+        return _Keys(self._provider(KEY_SPEC, Scope(tenant=tenant_id)))
+
+    # -- tenants -----------------------------------------------------------------------------
+
+    async def create_tenant(self, tenant_id: str, name: str = "") -> Tenant:
+        """Register a tenant. Raises ``ConflictError`` if it exists."""
+        return await self._tenants(tenant_id).create(Tenant(tenant_id=tenant_id, name=name))
+
+    async def get_tenant(self, tenant_id: str) -> Tenant | None:
+        """The tenant ``tenant_id``, if registered."""
+        return await self._tenants(tenant_id).find(tenant_id)
+
+    async def ensure_tenant(self, tenant_id: str, name: str = "") -> Tenant:
+        """The tenant ``tenant_id``, registered now if it was not (lazy population)."""
+        found = await self.get_tenant(tenant_id)
+        if found is not None:
+            return found
+        try:
+            return await self.create_tenant(tenant_id, name)
+        except ConflictError:  # pragma: no cover - another instance registered it meanwhile
+            return await self._tenants(tenant_id).get(tenant_id)
+
+    async def list_tenants(self, *, limit: int = 100, offset: int = 0) -> Page[Tenant]:
+        """Every registered tenant, by id."""
+        check_page(limit, offset)
+        records = await self.backend.scan(
+            RecordQuery(TENANT_SPEC.namespace, None, limit=limit + 1, offset=offset)
+        )
+        store = self._tenants("default")
+        more = len(records) > limit
+        return Page([store._model(r) for r in records[:limit]], offset + limit if more else None)
+
+    async def delete_tenant(self, tenant_id: str) -> int:
+        """Delete a tenant and everything stored under it — memories, resources, users,
+        keys — purging their content from the log; returns how many records went.
+
+        Raises:
+            NotFoundError: the tenant is not registered.
+        """
+        if await self.get_tenant(tenant_id) is None:
+            raise NotFoundError(f"no tenant {tenant_id!r}", resource="tenant", id=tenant_id)
+        removed = 0
+        everything = ScopeFilter(Scope(tenant=tenant_id), ("tenant",))
+        for spec in self._specs:
+            records = await self.backend.scan(RecordQuery(spec.namespace, everything, hidden=None))
+            if not records:
+                continue
+            trace = TraceContext()
+            ops: list[Op] = []
+            for r in records:
+                ops += [
+                    Delete(r.namespace, r.scope, r.key),
+                    Redact(r.namespace, r.scope, spec.levels, r.key),
+                ]
+            events = [
+                MemoryDeleted(
+                    key=r.key, provider_id=r.namespace, mode="hard", purged=True
+                ).to_envelope(scope=r.scope, producer=self._producer, trace=trace)
+                for r in records
+            ]
+            await self.backend.commit(ops, events)
+            removed += len(records)
+        if self._on_wipe is not None:
+            self._on_wipe()
+        return removed
+
+    # -- users -------------------------------------------------------------------------------
+
+    async def _require_tenant(self, tenant_id: str) -> None:
+        if await self.get_tenant(tenant_id) is None:
+            raise NotFoundError(f"no tenant {tenant_id!r}", resource="tenant", id=tenant_id)
+
+    async def create_user(self, tenant_id: str, user_id: str, name: str = "") -> User:
+        """Register a user of an existing tenant. Raises ``NotFoundError`` (no such tenant)
+        or ``ConflictError`` (the user exists)."""
+        await self._require_tenant(tenant_id)
+        Scope(tenant=tenant_id, user=user_id)  # the user id must be a valid scope level
+        return await self._users(tenant_id).create(User(user_id=user_id, name=name))
+
+    async def ensure_user(self, tenant_id: str, user_id: str) -> User:
+        """The user, registered now if it was not (lazy population)."""
+        users = self._users(tenant_id)
+        found = await users.find(user_id)
+        if found is not None:
+            return found
+        try:
+            return await users.create(User(user_id=user_id))
+        except ConflictError:  # pragma: no cover - another instance registered it meanwhile
+            return await users.get(user_id)
+
+    async def list_users(self, tenant_id: str, *, limit: int = 100, offset: int = 0) -> Page[User]:
+        """The users of a tenant, by id."""
+        return await self._users(tenant_id).list(limit=limit, offset=offset)
+
+    # -- API keys ----------------------------------------------------------------------------
+
+    async def create_key(
+        self, tenant_id: str, *, user_id: str | None = None, role: Role = "writer", name: str = ""
+    ) -> tuple[ApiKey, str]:
+        """Issue an API key; returns its record and the key itself, which is shown once and
+        never stored. A key without ``user_id`` may act for any user of its tenant."""
+        await self._require_tenant(tenant_id)
+        if user_id is not None:
+            Scope(tenant=tenant_id, user=user_id)
+        key_id = secrets.token_hex(6)
+        token = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        record = ApiKey(
+            key_id=key_id,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            role=role,
+            name=name,
+            sha256=key_digest(token),
+        )
+        return await self._keys(tenant_id).create(record), token
+
+    async def _find_key(self, key_id: str) -> ApiKey | None:
+        records = await self.backend.scan(RecordQuery(KEY_SPEC.namespace, None, keys=(key_id,)))
+        return self._keys(records[0].scope.tenant)._model(records[0]) if records else None
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        """Revoke an API key: it stops verifying at once. Raises ``NotFoundError``."""
+        found = await self._find_key(key_id)
+        if found is None:
+            raise NotFoundError(f"no API key {key_id!r}", resource="API key", id=key_id)
+        if found.revoked_at is not None:
+            return found
+        return await self._keys(found.tenant_id).update(key_id, {"revoked_at": utc_now()})
+
+    async def list_keys(self, tenant_id: str, *, limit: int = 100, offset: int = 0) -> Page[ApiKey]:
+        """The keys of a tenant (hashes only), by id."""
+        return await self._keys(tenant_id).list(limit=limit, offset=offset)
+
+    async def verify_key(self, token: str) -> ApiKey:
+        """The live key record ``token`` is the secret of.
+
+        Raises:
+            AuthenticationError: malformed, unknown or revoked (one message for all three,
+                so a caller learns nothing about which keys exist).
+        """
+        match = _KEY.fullmatch(token)
+        found = await self._find_key(match.group(1)) if match else None
+        if (
+            found is None
+            or found.revoked_at is not None
+            or not hmac.compare_digest(found.sha256, key_digest(token))
+        ):
+            raise AuthenticationError("invalid API key")
+        return found
