@@ -131,6 +131,7 @@ def test_domain_events_wrap_into_envelopes_and_back() -> None:
         "memory.deleted",
         "memory.restored",
         "memory.linked",
+        "memory.invalidated",
         "memory.indexed",
         "memory.expired",
         "memory.provider.registered",

@@ -140,7 +140,8 @@ class MemoryRestored(DomainEvent):
 
 
 class MemoryLinked(DomainEvent):
-    """Two entries were linked by a relation (graph)."""
+    """Two entries were linked by a relation (graph). ``key`` names the relation and
+    ``value`` holds it whole (its times included), so the link can be rebuilt exactly."""
 
     event_type: ClassVar[str] = "memory.linked"
 
@@ -149,6 +150,22 @@ class MemoryLinked(DomainEvent):
     relation: str
     provider_id: str = ""
     properties: dict[str, Any] = Field(default_factory=dict)
+    key: str | None = None
+    value: dict[str, Any] | None = None
+
+
+class MemoryInvalidated(DomainEvent):
+    """A fact stopped being true (``invalid_at``, world time) and was retired as the current
+    belief (``expired_at``, when Engram learned it) — kept, not deleted. ``superseded_by``
+    names the entry that contradicted it, if one did."""
+
+    event_type: ClassVar[str] = "memory.invalidated"
+
+    key: str
+    provider_id: str = ""
+    invalid_at: datetime
+    expired_at: datetime
+    superseded_by: str | None = None
 
 
 class MemoryIndexed(DomainEvent):
@@ -191,6 +208,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         MemoryDeleted,
         MemoryRestored,
         MemoryLinked,
+        MemoryInvalidated,
         MemoryIndexed,
         MemoryExpired,
         MemoryProviderRegistered,
