@@ -68,6 +68,11 @@ class SearchHit:
     breakdown: dict[str, float]
 
 
+def _observe(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 def vector_bytes(vector: np.ndarray[Any, Any]) -> bytes:
     """A vector as stored: little-endian float32 bytes."""
     return np.asarray(vector, dtype="<f4").tobytes()
@@ -83,8 +88,9 @@ class Indexer:
         self.embedder = embedder
         self.config = config or SearchConfig()
         self._indexes: dict[tuple[str, Scope], VectorIndex] = {}
-        # Several memory types embed the same prompt in one turn: embed it once.
-        self._queries: OrderedDict[str, FloatArray] = OrderedDict()
+        # Several memory types embed the same prompt in one turn, often at the same moment:
+        # each prompt is embedded once, and callers share the one computation in flight.
+        self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
         self._df: dict[str, tuple[int, float]] = {}
         self._total: tuple[int, float] = (0, -1e9)
         self._version: int | None = None
@@ -103,16 +109,22 @@ class Indexer:
 
     async def embed_query(self, text: str) -> FloatArray:
         """The vector of a search query (the last 256 are remembered)."""
+        return await self._query_vector(text)
+
+    def _query_vector(self, text: str) -> asyncio.Future[FloatArray]:
+        """The embedding of ``text``, computed or in flight; a failure is not remembered."""
         assert self.embedder is not None
         found = self._queries.get(text)
-        if found is None:
-            found = await self.embedder.embed_one(text)
-            self._queries[text] = found
-            if len(self._queries) > 256:
-                self._queries.popitem(last=False)
-        else:
+        if found is not None and not (found.done() and found.exception() is not None):
             self._queries.move_to_end(text)
-        return found
+            return found
+        future = asyncio.ensure_future(self.embedder.embed_one(text))
+        # A search that ends early never awaits it; its failure is raised to whoever does.
+        future.add_done_callback(_observe)
+        self._queries[text] = future
+        if len(self._queries) > 256:
+            self._queries.popitem(last=False)
+        return future
 
     async def embed(self, texts: Sequence[str]) -> list[bytes] | None:
         """Stored vectors for ``texts`` (``None`` without an embedder)."""
@@ -214,6 +226,9 @@ class Indexer:
         )
         scores: dict[str, dict[int, float]] = {}
         records: dict[int, Record] = {}
+        wants_vectors = config.mode != "bm25" and use_vectors and self.embedder is not None
+        # The model embeds the query on its own thread while SQLite runs the full-text query.
+        query_vector = self._query_vector(request.query) if wants_vectors else None
         if config.mode != "vector":
             text = strip_time_expressions(request.query) if config.strip_time else request.query
             terms = await self._selective(query_terms(text) or query_terms(request.query))
@@ -222,8 +237,8 @@ class Indexer:
                 hits = await self.backend.search.text(base, match, config.candidates)
                 scores["bm25"] = {r.id: s for r, s in hits if r.id is not None}
                 records.update((r.id, r) for r, _ in hits if r.id is not None)
-        if config.mode != "bm25" and use_vectors and self.embedder is not None:
-            scores["vector"] = await self._vector_scores(namespace, partition, base, request)
+        if query_vector is not None:
+            scores["vector"] = await self._vector_scores(namespace, partition, base, query_vector)
             missing = tuple(i for i in scores["vector"] if i not in records)
             if missing:
                 found = await self.backend.scan(
@@ -280,9 +295,12 @@ class Indexer:
         return kept or [min(terms, key=lambda t: self._df[t][0])]
 
     async def _vector_scores(
-        self, namespace: str, partition: Scope, base: RecordQuery, request: SearchRequest
+        self,
+        namespace: str,
+        partition: Scope,
+        base: RecordQuery,
+        query_vector: asyncio.Future[FloatArray],
     ) -> dict[int, float]:
-        assert self.embedder is not None
         index = await self.vector_index(namespace, partition)
         if not len(index):
             return {}
@@ -293,7 +311,7 @@ class Indexer:
             or base.occurred_before
         )
         allowed = set(await self.backend.search.record_ids(base)) if filtered else None
-        query = await self.embed_query(request.query)
+        query = await query_vector
         found = index.search(query, self.config.candidates, allowed)
         return {i: s for i, s in found if s >= self.config.min_similarity}
 
