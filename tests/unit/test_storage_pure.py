@@ -101,7 +101,13 @@ async def test_migrations_are_recorded_and_a_newer_database_is_refused(tmp_path:
         pass
     with sqlite3.connect(path) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM engram_migrations ORDER BY rowid")]
-        assert names == ["0001_event_log", "0002_records", "0003_search_indexes", "0004_forgetting"]
+        assert names == [
+            "0001_event_log",
+            "0002_records",
+            "0003_search_indexes",
+            "0004_forgetting",
+            "0005_fts_partitions",
+        ]
         conn.execute("INSERT INTO engram_migrations VALUES ('9999_future', 'x')")
     with pytest.raises(MigrationError):
         async with engramdb.open(path):

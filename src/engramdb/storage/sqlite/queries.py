@@ -16,6 +16,7 @@ from engramdb.storage.rows import (
     like_pattern,
     time_text,
 )
+from engramdb.storage.sqlite.partition import partition_token
 
 LEVEL_COLUMNS: dict[Level, str] = {
     "tenant": "tenant",
@@ -201,8 +202,15 @@ def text_search(
     """
     where, params = record_where(query)
     ranked = "ORDER BY hit_rank LIMIT ?" if prefetch is not None else ""
+    match = f"text : ({match})"
+    if query.scope is not None:
+        scope = as_filter(query.scope)
+        if set(scope.levels) == set(LEVEL_COLUMNS):
+            token = partition_token(query.namespace, scope.scope.columns())
+            match = f"part : {token} AND {match}"
     sql = (
-        "WITH hits AS (SELECT rowid AS hit_id, bm25(records_fts) AS hit_rank "
+        # The partition column weighs nothing: it selects, the text ranks.
+        "WITH hits AS (SELECT rowid AS hit_id, bm25(records_fts, 1.0, 0.0) AS hit_rank "
         f"FROM records_fts WHERE records_fts MATCH ? {ranked}) "
         f"SELECT {', '.join(RECORD_SELECTED)}, -hit_rank FROM hits "
         f"JOIN records ON records.id = hits.hit_id WHERE {where} "

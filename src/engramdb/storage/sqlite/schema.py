@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engramdb.storage.migrations import Migration
+from engramdb.storage.sqlite.partition import PARTITION_TOKEN_SQL
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -113,6 +114,36 @@ MIGRATIONS: tuple[Migration, ...] = (
                )
                BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END""",
             "CREATE INDEX events_by_key ON events (provider_id, json_extract(payload, '$.key'))",
+        ),
+    ),
+    Migration(
+        "0005_fts_partitions",
+        (
+            # One full-text index serves every namespace and scope. Each document also holds
+            # one token naming its partition, so a search ANDs with it and scores only the
+            # partition's matches instead of every match in the file (see ``partition_token``).
+            f"ALTER TABLE records ADD COLUMN part TEXT GENERATED ALWAYS AS ({PARTITION_TOKEN_SQL})"
+            " VIRTUAL",
+            "DROP TRIGGER records_fts_insert",
+            "DROP TRIGGER records_fts_delete",
+            "DROP TRIGGER records_fts_update",
+            "DROP TABLE records_fts",
+            """CREATE VIRTUAL TABLE records_fts USING fts5(
+                text, part, content='records', content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2')""",
+            "INSERT INTO records_fts (records_fts) VALUES ('rebuild')",
+            """CREATE TRIGGER records_fts_insert AFTER INSERT ON records BEGIN
+                 INSERT INTO records_fts (rowid, text, part) VALUES (new.id, new.text, new.part);
+               END""",
+            """CREATE TRIGGER records_fts_delete AFTER DELETE ON records BEGIN
+                 INSERT INTO records_fts (records_fts, rowid, text, part)
+                 VALUES ('delete', old.id, old.text, old.part);
+               END""",
+            """CREATE TRIGGER records_fts_update AFTER UPDATE OF text ON records BEGIN
+                 INSERT INTO records_fts (records_fts, rowid, text, part)
+                 VALUES ('delete', old.id, old.text, old.part);
+                 INSERT INTO records_fts (rowid, text, part) VALUES (new.id, new.text, new.part);
+               END""",
         ),
     ),
 )

@@ -80,7 +80,7 @@ class SqliteSearch:
                 term: int(
                     conn.execute(
                         "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
-                        ('"' + term.replace('"', '""') + '"',),
+                        ('text : "' + term.replace('"', '""') + '"',),
                     ).fetchone()[0]
                 )
                 for term in terms

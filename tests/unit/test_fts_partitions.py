@@ -1,0 +1,79 @@
+"""The full-text index's partition token: the same word in SQL and in Python, searches that
+stay inside their partition, and an upgrade of a file written before the token existed."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import engramdb
+from engramdb import EngineConfig, MemoryItem
+from engramdb.storage.sqlite import backend as sqlite_backend
+from engramdb.storage.sqlite.partition import partition_token
+from engramdb.storage.sqlite.schema import MIGRATIONS
+
+COLUMNS = (
+    ("episodic", "acme", "alice", "", "s-1", ""),
+    ("procedural", "ácme", "ünïcode user", "helper", "", "plan 7"),
+    ("semantic", "t", "", "", "", ""),
+)
+
+
+def test_python_token_equals_the_stored_column(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "t.db")
+    for migration in MIGRATIONS:
+        for statement in migration.statements:
+            conn.execute(statement)
+    for row in COLUMNS:
+        conn.execute(
+            "INSERT INTO records (namespace, tenant, user_id, agent, session, plan, key, value, "
+            "content_type, metadata, text, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'k', '1', 'text', '{}', 'x', 't', 't')",
+            row,
+        )
+    stored = [r[0] for r in conn.execute("SELECT part FROM records ORDER BY id")]
+    assert stored == [partition_token(row[0], row[1:]) for row in COLUMNS]
+    # Each token is one word to the index: it finds exactly its own document.
+    for row in COLUMNS:
+        token = partition_token(row[0], row[1:])
+        hits = conn.execute(
+            "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (f"part : {token}",)
+        ).fetchone()
+        assert hits == (1,)
+
+
+async def test_search_stays_in_its_partition_among_many_others(tmp_path: Path) -> None:
+    async with engramdb.open(tmp_path / "p.db", config=EngineConfig(embedder=None)) as engram:
+        for user in ("alice", "bob", "carol"):
+            mem = engram.scope(tenant="acme", user=user)
+            await mem.episodic.memorize_many(
+                [MemoryItem(text=f"{user} talked about the harbour ferry {i}") for i in range(30)]
+            )
+            await mem.procedural.memorize(MemoryItem(text=f"When asked about ferries, {user}"))
+        hits = await engram.scope(tenant="acme", user="bob").procedural.remember("ferry")
+        assert [h.text for h in hits] == ["When asked about ferries, bob"]
+        hits = await engram.scope(tenant="acme", user="carol").episodic.remember("ferry", limit=50)
+        assert len(hits) == 30
+        assert all(h.text.startswith("carol") for h in hits)
+
+
+async def test_a_file_from_before_the_token_is_upgraded_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.db"
+    config = EngineConfig(embedder=None)
+    older = tuple(m for m in MIGRATIONS if m.name < "0005")
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite_backend, "MIGRATIONS", older)
+        async with engramdb.open(path, config=config) as engram:
+            mem = engram.scope(tenant="acme", user="alice")
+            await mem.episodic.memorize(MemoryItem(text="the lighthouse keeper retired"))
+    with sqlite3.connect(path) as conn:
+        assert "part" not in [r[1] for r in conn.execute("PRAGMA table_xinfo(records)")]
+    async with engramdb.open(path, config=config) as engram:
+        mem = engram.scope(tenant="acme", user="alice")
+        assert [h.text for h in await mem.episodic.remember("lighthouse")] == [
+            "the lighthouse keeper retired"
+        ]
