@@ -149,6 +149,7 @@ class ResourceStore(Generic[M]):
                 f"of a {self.resource}",
                 fields=sorted(unknown),
             )
+        # EngramModel turns a bad value into ValidationError.
         merged = self.model.model_validate({**current.model_dump(), **changes})
         return await self._write(merged)
 

@@ -1,0 +1,148 @@
+"""``engram admin``: tenants, users and API keys of a served database."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from engramdb.cli import render
+from engramdb.cli.app import JsonFlag, run
+from engramdb.core.errors import UsageError
+from engramdb.engine import Engine, ScopedMemory
+from engramdb.orchestrator.tenancy import Role
+
+
+def _show(ctx: typer.Context, data: Any, text: str) -> None:
+    """``data`` as JSON with ``--json``, else ``text`` for people."""
+    if ctx.obj.as_json:
+        render.emit_json(data)
+    else:
+        render.out.print(text)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``admin tenant|user|key …`` to ``app``."""
+    admin = typer.Typer(help="Tenants, users and API keys.", no_args_is_help=True)
+    tenant = typer.Typer(help="Tenants.", no_args_is_help=True)
+    user = typer.Typer(help="Users of a tenant.", no_args_is_help=True)
+    key = typer.Typer(help="API keys.", no_args_is_help=True)
+    admin.add_typer(tenant, name="tenant")
+    admin.add_typer(user, name="user")
+    admin.add_typer(key, name="key")
+    app.add_typer(admin, name="admin")
+
+    @tenant.command("create")
+    def tenant_create(
+        ctx: typer.Context,
+        tenant_id: str,
+        name: Annotated[str, typer.Option(help="A display name.")] = "",
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Register a tenant."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            made = await engine.tenancy.create_tenant(tenant_id, name)
+            _show(
+                ctx, made.model_dump(mode="json"), f"created tenant [bold]{made.tenant_id}[/bold]"
+            )
+
+        run(ctx, work, as_json)
+
+    @tenant.command("list")
+    def tenant_list(
+        ctx: typer.Context,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 100,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """List tenants."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            page = await engine.tenancy.list_tenants(limit=limit)
+            rows = [f"{t.tenant_id}\t{t.name}\t{t.created_at}" for t in page.items]
+            _show(ctx, [t.model_dump(mode="json") for t in page.items], "\n".join(rows))
+
+        run(ctx, work, as_json)
+
+    @tenant.command("delete")
+    def tenant_delete(
+        ctx: typer.Context,
+        tenant_id: str,
+        yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Delete a tenant and everything stored under it."""
+        if not yes and not typer.confirm(f"delete tenant {tenant_id!r} and all its data?"):
+            raise typer.Exit(1)
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            removed = await engine.tenancy.delete_tenant(tenant_id)
+            _show(
+                ctx,
+                {"tenant_id": tenant_id, "records_deleted": removed},
+                f"deleted tenant [bold]{tenant_id}[/bold] ({removed} records)",
+            )
+
+        run(ctx, work, as_json)
+
+    @user.command("create")
+    def user_create(
+        ctx: typer.Context,
+        tenant_id: str,
+        user_id: str,
+        name: Annotated[str, typer.Option(help="A display name.")] = "",
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Register a user (a person or an agent identity) of a tenant."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            made = await engine.tenancy.create_user(tenant_id, user_id, name)
+            _show(
+                ctx,
+                {"tenant_id": tenant_id, **made.model_dump(mode="json")},
+                f"created user [bold]{made.user_id}[/bold] of {tenant_id}",
+            )
+
+        run(ctx, work, as_json)
+
+    @key.command("create")
+    def key_create(
+        ctx: typer.Context,
+        tenant_id: str,
+        user_id: Annotated[
+            str | None, typer.Option("--user", help="Bind the key to this user.")
+        ] = None,
+        role: Annotated[str, typer.Option(help="reader or writer.")] = "writer",
+        name: Annotated[str, typer.Option(help="What the key is for.")] = "",
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Issue an API key; it is printed once and only its hash is stored."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            if role not in ("reader", "writer"):
+                raise UsageError("--role must be 'reader' or 'writer'")
+            chosen: Role = "reader" if role == "reader" else "writer"
+            made, token = await engine.tenancy.create_key(
+                tenant_id, user_id=user_id, role=chosen, name=name
+            )
+            _show(
+                ctx,
+                {"key_id": made.key_id, "api_key": token, "role": made.role},
+                f"key id  {made.key_id}\napi key {token}\n(shown once)",
+            )
+
+        run(ctx, work, as_json)
+
+    @key.command("revoke")
+    def key_revoke(ctx: typer.Context, key_id: str, as_json: JsonFlag = False) -> None:
+        """Revoke an API key by its id."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            revoked = await engine.tenancy.revoke_key(key_id)
+            _show(
+                ctx,
+                {"key_id": key_id, "revoked_at": str(revoked.revoked_at)},
+                f"revoked key [bold]{key_id}[/bold]",
+            )
+
+        run(ctx, work, as_json)

@@ -1,0 +1,68 @@
+"""``create_app``: the FastAPI application of the REST service.
+
+The application holds no state of its own beyond caches that are safe to lose: every
+request reads and writes the database, so several instances may serve one database (on
+PostgreSQL; SQLite allows one machine). Given an ``Engine`` it serves that one; given a
+database target it opens the engine at start-up and closes it at shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+import engramdb
+from engramdb.engine import Engine, EngineConfig
+from engramdb.service import errors
+from engramdb.service.limits import BodyLimit
+from engramdb.service.routers import ROUTERS
+from engramdb.service.settings import ServiceSettings
+
+DESCRIPTION = """Long-term memory for LLM agents: semantic, episodic, procedural and working
+memory, task contexts, plans and sessions, per tenant and user.
+
+Writes accept an `Idempotency-Key` header: the same key replays the first answer."""
+
+
+def create_app(
+    settings: ServiceSettings | None = None,
+    *,
+    engine: Engine | None = None,
+    db: str | Path | None = None,
+    config: EngineConfig | None = None,
+) -> FastAPI:
+    """The application serving ``engine``, or the database ``db`` (opened at start-up
+    with ``config``)."""
+    if (engine is None) == (db is None):
+        raise ValueError("give exactly one of engine and db")
+    chosen = settings or ServiceSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if engine is not None:
+            yield
+            return
+        assert db is not None
+        async with engramdb.open(db, config=config) as opened:
+            app.state.engine = opened
+            await opened.indexer.warm()  # load the embedding model before the first request
+            yield
+
+    app = FastAPI(
+        title="Engram memory service",
+        version=engramdb.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = chosen
+    app.state.engine = engine
+    app.state.known = set()
+    app.state.in_flight = set()
+    errors.install(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)
+    return app

@@ -1,0 +1,126 @@
+"""The one place where errors become HTTP answers.
+
+``STATUS`` maps the error tree to status codes, most specific first; every answer has the
+``ErrorBody`` shape (``error``, ``message``, ``details``), whatever raised it: an
+``EngramError`` from the engine, FastAPI's request validation, Starlette's routing (404,
+405), or a bug (500, with nothing of the exception in the body).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engramdb.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    DuplicateProviderError,
+    EngramError,
+    EngramRuntimeError,
+    NotFoundError,
+    PermissionDeniedError,
+    ProviderNotFoundError,
+    UsageError,
+    ValidationError,
+    ValueTooLargeError,
+)
+from engramdb.service.models import ErrorBody
+
+log = logging.getLogger("engramdb.service")
+
+#: Error class → HTTP status, most specific first (the first ``isinstance`` match wins).
+STATUS: tuple[tuple[type[EngramError], int], ...] = (
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (NotFoundError, 404),
+    (ProviderNotFoundError, 404),
+    (ConflictError, 409),
+    (DuplicateProviderError, 409),
+    (ValueTooLargeError, 413),
+    (ValidationError, 422),
+    (UsageError, 400),
+    (EngramRuntimeError, 503),
+)
+
+#: The error codes of HTTP statuses raised by routing rather than by Engram.
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+#: What the OpenAPI schema lists for every operation.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (400, "The request is wrong in a way no other status names"),
+        (401, "No credentials, or credentials that do not verify"),
+        (403, "Valid credentials without the right to this request"),
+        (404, "No such resource"),
+        (409, "The id is taken, or a request with this idempotency key is in flight"),
+        (413, "The request body or a value is too large"),
+        (422, "The request failed validation; nothing was written"),
+        (503, "The storage or a model failed; the request may succeed later"),
+    )
+}
+
+
+def status_of(exc: EngramError) -> int:
+    """The HTTP status of an Engram error."""
+    for kind, status in STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 500
+
+
+def error_response(exc: EngramError) -> JSONResponse:
+    """The answer to an Engram error."""
+    status = status_of(exc)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    body = ErrorBody(error=exc.code, message=exc.message, details=jsonable_encoder(exc.details))
+    if status >= 500:
+        log.warning("request failed: %s", exc.message)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+async def _engram(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, EngramError)
+    return error_response(exc)
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type", "")}
+        for e in exc.errors()
+    ]
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(part) for part in first["loc"])
+    body = ErrorBody(
+        error=ValidationError.code,
+        message=f"{where}: {first['msg']}" if where else str(first["msg"]),
+        details={"errors": errors},
+    )
+    return JSONResponse(body.model_dump(), status_code=422)
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    body = ErrorBody(error=_HTTP_CODES.get(exc.status_code, "http_error"), message=str(exc.detail))
+    return JSONResponse(body.model_dump(), status_code=exc.status_code, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    body = ErrorBody(error="internal_error", message="the server failed to answer this request")
+    return JSONResponse(body.model_dump(), status_code=500)
+
+
+def install(app: FastAPI) -> None:
+    """Route every kind of error of ``app`` through this module."""
+    app.add_exception_handler(EngramError, _engram)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)

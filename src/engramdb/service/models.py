@@ -1,0 +1,243 @@
+"""The request and response bodies of the REST API, shared by the service and the client SDK
+(so both sides validate the same shapes). Stored resources (``TaskContext``, ``Plan``,
+``Session``), ``MemoryItem``, ``MemoryEntry`` and ``EventEnvelope`` are returned as the
+engine defines them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+from engramdb.core.events import EventEnvelope
+from engramdb.core.intent import MemoryItem
+from engramdb.core.types import RecallResult
+
+T = TypeVar("T")
+
+Text = Field(min_length=1, max_length=1_000_000)
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused, so a typo is an error, not a no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a stable code, a message, structured details."""
+
+    error: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list; ask again with ``offset=next_offset`` until it is ``None``."""
+
+    items: list[T]
+    next_offset: int | None = None
+
+
+class Items(BaseModel):
+    """Remembered items, best (or newest) first."""
+
+    items: list[MemoryItem]
+
+
+class WriteResult(BaseModel):
+    """What a memory write did: the stored id and whether it created or updated."""
+
+    id: str
+    status: Literal["created", "updated"] = "created"
+    evicted: list[str] = Field(default_factory=list)
+
+
+class Deleted(BaseModel):
+    """Whether a delete removed something."""
+
+    deleted: bool
+
+
+class Cleared(BaseModel):
+    """How many entries a bulk delete removed."""
+
+    deleted: int = Field(ge=0)
+
+
+class Health(BaseModel):
+    """The service is up and its database answers."""
+
+    status: Literal["ok"] = "ok"
+    version: str
+    auth: str
+
+
+# -- semantic ---------------------------------------------------------------------------------
+
+
+class KnowledgeIn(Body):
+    """A fact. Private to ``user_id`` (default: the caller's user) unless ``public``."""
+
+    content: str = Text
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    key: str | None = Field(default=None, min_length=1, max_length=512)
+    user_id: str | None = Field(default=None, min_length=1, max_length=128)
+    public: bool = False
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class KnowledgeUpsertIn(KnowledgeIn):
+    """A fact that updates a near-identical stored one (cosine similarity at or above
+    ``dedupe_threshold``) instead of adding a duplicate."""
+
+    dedupe_threshold: float = Field(default=0.95, gt=0.0, le=1.0)
+
+
+# -- episodic and procedural ------------------------------------------------------------------
+
+
+class EpisodeIn(Body):
+    """One interaction of the user/agent pair."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str = Text
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    occurred_at: datetime | None = None
+    speaker: str | None = Field(default=None, max_length=128)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tags: list[str] = Field(default_factory=list, max_length=64)
+
+
+class ProcedureIn(Body):
+    """A rule or example, injected when its trigger matches the query: ``always``,
+    ``keywords:a,b``, ``regex:<pattern>``, or free text matched by meaning (the default:
+    the content itself)."""
+
+    content: str = Text
+    procedure_type: Literal["system_prompt", "few_shot_example"] = "system_prompt"
+    trigger: str | None = Field(default=None, min_length=1, max_length=4096)
+    key: str | None = Field(default=None, min_length=1, max_length=512)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+# -- working memory ---------------------------------------------------------------------------
+
+
+class StateIn(Body):
+    """The value of one plan state key (any JSON value but null)."""
+
+    value: JsonValue
+
+    @field_validator("value")
+    @classmethod
+    def _not_null(cls, value: JsonValue) -> JsonValue:
+        if value is None:
+            raise ValueError("value must not be null; delete the key instead")
+        return value
+
+
+class StateOut(BaseModel):
+    """One plan state key and its value."""
+
+    plan_id: str
+    key: str
+    value: JsonValue
+
+
+class PlanState(BaseModel):
+    """Every state key of a plan."""
+
+    plan_id: str
+    state: dict[str, JsonValue]
+
+
+# -- task context, plans, sessions ------------------------------------------------------------
+
+
+class TaskContextIn(Body):
+    """A task context to store (the service spec's ``POST /v1/memory/task-context``)."""
+
+    task_id: str = Field(min_length=1, max_length=100)
+    plan_id: str | None = Field(default=None, min_length=1, max_length=100)
+    event_type: str = Field(min_length=1, max_length=255)
+    response_event: str | None = Field(default=None, max_length=255)
+    response_topic: str = Field(default="action-results", min_length=1, max_length=100)
+    data: dict[str, JsonValue] = Field(default_factory=dict)
+    sub_tasks: list[str] = Field(default_factory=list, max_length=10_000)
+    state: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class TaskContextUpdate(Body):
+    """The fields of a task context to replace; those left out are kept."""
+
+    plan_id: str | None = Field(default=None, min_length=1, max_length=100)
+    event_type: str | None = Field(default=None, min_length=1, max_length=255)
+    response_event: str | None = Field(default=None, max_length=255)
+    response_topic: str | None = Field(default=None, min_length=1, max_length=100)
+    data: dict[str, JsonValue] | None = None
+    sub_tasks: list[str] | None = Field(default=None, max_length=10_000)
+    state: dict[str, JsonValue] | None = None
+
+
+class PlanIn(Body):
+    """A plan to store; its user is the caller's."""
+
+    plan_id: str = Field(min_length=1, max_length=100)
+    goal_event: str = Field(min_length=1, max_length=255)
+    goal_data: dict[str, JsonValue] = Field(default_factory=dict)
+    status: str = Field(default="running", min_length=1, max_length=50)
+    state: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class PlanUpdate(Body):
+    """The fields of a plan to replace; those left out are kept."""
+
+    goal_event: str | None = Field(default=None, min_length=1, max_length=255)
+    goal_data: dict[str, JsonValue] | None = None
+    status: str | None = Field(default=None, min_length=1, max_length=50)
+    state: dict[str, JsonValue] | None = None
+
+
+class SessionIn(Body):
+    """A session to store; its user is the caller's, its agent the caller's unless given."""
+
+    session_id: str = Field(min_length=1, max_length=100)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=100)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class SessionUpdate(Body):
+    """The fields of a session to replace; an update also marks it used now."""
+
+    agent_id: str | None = Field(default=None, min_length=1, max_length=100)
+    metadata: dict[str, JsonValue] | None = None
+    last_interaction: datetime | None = None
+
+
+# -- generic entries, recall, events ----------------------------------------------------------
+
+
+class EntryIn(Body):
+    """A key/value entry of persistent memory."""
+
+    key: str = Field(min_length=1, max_length=512)
+    value: JsonValue
+    content_type: str = Field(default="fact", min_length=1, max_length=64)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    ttl_ms: int | None = Field(default=None, gt=0)
+
+
+class RecallOut(BaseModel):
+    """Recall hits across providers, merged by relevance."""
+
+    results: list[RecallResult]
+
+
+class EventPage(BaseModel):
+    """Events in log order; ask again with ``after=next_cursor`` until it is ``None``."""
+
+    events: list[EventEnvelope]
+    next_cursor: int | None = None

@@ -1,0 +1,83 @@
+"""Generic key/value entries of persistent memory, and unified recall across providers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+from engramdb.core.errors import NotFoundError
+from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
+from engramdb.providers.projection import record_entry
+from engramdb.service.auth import ReadCaller, WriteCaller
+from engramdb.service.deps import EngineDep
+from engramdb.service.models import Deleted, EntryIn, Page, RecallOut
+from engramdb.service.routing import area_router
+from engramdb.storage.records import RecordQuery
+
+router = area_router("/v1/memory", "entries")
+
+
+@router.post("/entries", status_code=201, summary="Store an entry")
+async def store_entry(body: EntryIn, caller: WriteCaller, engine: EngineDep) -> MemoryEntry:
+    """Store ``value`` under ``key`` in the caller's persistent memory (replacing what was
+    there), with its event."""
+    return await caller.memory(engine).persistent.write(
+        body.key,
+        body.value,
+        content_type=body.content_type,
+        metadata=body.metadata,
+        ttl_ms=body.ttl_ms,
+    )
+
+
+@router.get("/entries", summary="List entries")
+async def list_entries(
+    caller: ReadCaller,
+    engine: EngineDep,
+    prefix: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[MemoryEntry]:
+    """Live entries of the caller's persistent memory by key, those starting with
+    ``prefix`` only if given."""
+    provider = caller.memory(engine).persistent
+    records = await provider.backend.scan(
+        RecordQuery(
+            provider.provider_id,
+            provider.partition,
+            prefix=prefix,
+            alive_at=utc_now(),
+            limit=limit + 1,
+            offset=offset,
+        )
+    )
+    more = len(records) > limit
+    return Page(
+        items=[record_entry(r) for r in records[:limit]],
+        next_offset=offset + limit if more else None,
+    )
+
+
+@router.get("/entries/{key}", summary="Read an entry")
+async def read_entry(key: str, caller: ReadCaller, engine: EngineDep) -> MemoryEntry:
+    """The live entry under ``key``."""
+    entry = await caller.memory(engine).persistent.read(key)
+    if entry is None:
+        raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)
+    return entry
+
+
+@router.delete("/entries/{key}", summary="Delete an entry")
+async def delete_entry(key: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+    """Delete the entry under ``key`` (its history stays in the event log); 404 if none."""
+    if not await caller.memory(engine).persistent.delete(key):
+        raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)
+    return Deleted(deleted=True)
+
+
+@router.post("/recall", summary="Unified recall")
+async def recall(query: RecallQuery, caller: ReadCaller, engine: EngineDep) -> RecallOut:
+    """The memories across every provider of the caller's scope that best match the query,
+    merged by relevance."""
+    return RecallOut(results=await caller.memory(engine).manager.recall(query))

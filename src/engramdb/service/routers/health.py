@@ -1,0 +1,20 @@
+"""Liveness: answers without credentials once the database answers."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from engramdb.service.deps import EngineDep
+from engramdb.service.errors import ERROR_RESPONSES
+from engramdb.service.models import Health
+
+router = APIRouter(tags=["health"], responses={503: ERROR_RESPONSES[503]})
+
+
+@router.get("/healthz", summary="Liveness and readiness")
+async def health(request: Request, engine: EngineDep) -> Health:
+    """``ok`` when the service runs and its database answers."""
+    from engramdb import __version__
+
+    await engine.events.last_position()
+    return Health(version=__version__, auth=request.app.state.settings.auth)

@@ -1,0 +1,69 @@
+"""Plans: the goals a tenant's agents pursue, listed by status."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+from engramdb.engine import Engine
+from engramdb.orchestrator.plans import Plan, Plans
+from engramdb.service.auth import Caller, ReadCaller, WriteCaller
+from engramdb.service.deps import EngineDep
+from engramdb.service.models import Deleted, Page, PlanIn, PlanUpdate
+from engramdb.service.routing import area_router
+
+router = area_router("/v1/memory/plans", "plans")
+
+
+async def _owned(caller: Caller, engine: Engine, plan_id: str) -> tuple[Plans, Plan]:
+    plans = caller.memory(engine).plans
+    found = await plans.get(plan_id)
+    caller.check_owner(found.user_id, "plan", plan_id)
+    return plans, found
+
+
+@router.post("", status_code=201, summary="Create a plan")
+async def create_plan(body: PlanIn, caller: WriteCaller, engine: EngineDep) -> Plan:
+    """Store a new plan of the caller's user; 409 if ``plan_id`` is taken in the tenant."""
+    plan = Plan.model_validate({**body.model_dump(), "user_id": caller.user})
+    return await caller.memory(engine).plans.create(plan)
+
+
+@router.get("", summary="List plans")
+async def list_plans(
+    caller: ReadCaller,
+    engine: EngineDep,
+    status: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[Plan]:
+    """The caller's plans (every plan of the tenant for a caller without a user), by id,
+    with ``status`` only if given."""
+    found = await caller.memory(engine).plans.list(
+        filters={"status": status, "user_id": caller.user}, limit=limit, offset=offset
+    )
+    return Page(items=found.items, next_offset=found.next_offset)
+
+
+@router.get("/{plan_id}", summary="Retrieve a plan")
+async def get_plan(plan_id: str, caller: ReadCaller, engine: EngineDep) -> Plan:
+    """The plan ``plan_id``."""
+    return (await _owned(caller, engine, plan_id))[1]
+
+
+@router.put("/{plan_id}", summary="Update a plan")
+async def update_plan(
+    plan_id: str, body: PlanUpdate, caller: WriteCaller, engine: EngineDep
+) -> Plan:
+    """Replace the fields the body sets (status, state, …); the others are kept."""
+    plans, _ = await _owned(caller, engine, plan_id)
+    return await plans.update(plan_id, body.model_dump(exclude_unset=True))
+
+
+@router.delete("/{plan_id}", summary="Delete a plan")
+async def delete_plan(plan_id: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+    """Delete the plan ``plan_id`` (its working state is kept until deleted itself)."""
+    plans, _ = await _owned(caller, engine, plan_id)
+    await plans.delete(plan_id)
+    return Deleted(deleted=True)

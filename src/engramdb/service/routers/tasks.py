@@ -1,0 +1,70 @@
+"""Task context: the state a worker keeps while sub-agents work on its sub-tasks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+from engramdb.core.errors import NotFoundError
+from engramdb.orchestrator.tasks import TaskContext
+from engramdb.service.auth import ReadCaller, WriteCaller
+from engramdb.service.deps import EngineDep
+from engramdb.service.models import Deleted, Page, TaskContextIn, TaskContextUpdate
+from engramdb.service.routing import area_router
+
+router = area_router("/v1/memory/task-context", "task context")
+
+
+@router.post("", status_code=201, summary="Store a task context")
+async def create_task(body: TaskContextIn, caller: WriteCaller, engine: EngineDep) -> TaskContext:
+    """Store a new task context; 409 if ``task_id`` is taken in the tenant."""
+    task = TaskContext.model_validate(body.model_dump())
+    return await caller.memory(engine).tasks.create(task)
+
+
+@router.get("", summary="List task contexts")
+async def list_tasks(
+    caller: ReadCaller,
+    engine: EngineDep,
+    plan_id: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[TaskContext]:
+    """Task contexts by id, those of ``plan_id`` only if given."""
+    found = await caller.memory(engine).tasks.list(
+        filters={"plan_id": plan_id}, limit=limit, offset=offset
+    )
+    return Page(items=found.items, next_offset=found.next_offset)
+
+
+@router.get("/by-subtask/{subtask_id}", summary="Find the parent task of a sub-task")
+async def task_by_subtask(subtask_id: str, caller: ReadCaller, engine: EngineDep) -> TaskContext:
+    """The task context that lists ``subtask_id`` among its sub-tasks."""
+    found = await caller.memory(engine).tasks.by_subtask(subtask_id)
+    if found is None:
+        raise NotFoundError(
+            f"no task context has sub-task {subtask_id!r}", resource="task context", id=subtask_id
+        )
+    return found
+
+
+@router.get("/{task_id}", summary="Retrieve a task context")
+async def get_task(task_id: str, caller: ReadCaller, engine: EngineDep) -> TaskContext:
+    """The task context ``task_id``."""
+    return await caller.memory(engine).tasks.get(task_id)
+
+
+@router.put("/{task_id}", summary="Update a task context")
+async def update_task(
+    task_id: str, body: TaskContextUpdate, caller: WriteCaller, engine: EngineDep
+) -> TaskContext:
+    """Replace the fields the body sets; the others are kept."""
+    return await caller.memory(engine).tasks.update(task_id, body.model_dump(exclude_unset=True))
+
+
+@router.delete("/{task_id}", summary="Delete a task context")
+async def delete_task(task_id: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+    """Delete the task context ``task_id`` (404 if there is none)."""
+    await caller.memory(engine).tasks.delete(task_id)
+    return Deleted(deleted=True)
