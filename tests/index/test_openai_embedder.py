@@ -1,19 +1,15 @@
-"""``OpenAIEmbedder`` against a real local HTTP server that speaks the embeddings protocol.
-
-The server runs in a thread on 127.0.0.1 with an ephemeral port. Its behaviour is chosen by the
-requested model name, so each test states what the "remote" side does.
+"""``OpenAIEmbedder`` against a real local HTTP server that speaks the embeddings protocol
+(``tests/helpers/openai_server.py``). Its behaviour is chosen by the requested model name, so
+each test states what the "remote" side does.
 """
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -23,6 +19,7 @@ import pytest
 from engramdb.core.errors import EmbedderError, InvalidValueError
 from engramdb.index import Embedder, OpenAIEmbedder
 from engramdb.index.embedder import FloatArray
+from tests.helpers.openai_server import JsonHandler, Seen, serving
 
 DIMS = 8
 API_KEY = "sk-test-not-a-real-key"
@@ -40,42 +37,15 @@ def unit(vector: FloatArray) -> FloatArray:
 
 
 @dataclass
-class Seen:
-    """One request as the server received it."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
 class FakeEmbeddingsServer:
     base_url: str
     requests: list[Seen] = field(default_factory=list)
 
 
-def make_handler(log: list[Seen]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            """Keep the test output clean."""
-
-        def send(
-            self, status: int, payload: object, content_type: str = "application/json"
-        ) -> None:
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout test); nothing to answer
-
+def make_handler(log: list[Seen]) -> type[JsonHandler]:
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length))
-            log.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            body = self.received()
             model, texts = body["model"], body["input"]
             if model == "fail-401":
                 self.send(401, {"error": {"message": "Incorrect API key provided", "code": 401}})
@@ -106,23 +76,15 @@ def make_handler(log: list[Seen]) -> type[BaseHTTPRequestHandler]:
                 rows.reverse()
                 self.send(200, {"object": "list", "data": rows, "model": model})
 
+    Handler.log = log
     return Handler
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeEmbeddingsServer]:
     log: list[Seen] = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(log))
-    httpd.daemon_threads = True  # the slow handler must not hold up teardown
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    host, port = httpd.server_address[:2]
-    try:
-        yield FakeEmbeddingsServer(f"http://{host!s}:{port}/v1", log)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(make_handler(log)) as base_url:
+        yield FakeEmbeddingsServer(base_url, log)
 
 
 @pytest.fixture

@@ -1,20 +1,12 @@
 """``ChatClient`` and ``abstractive_summary`` against a real local HTTP server that speaks the
-chat-completions protocol.
-
-The server runs in a thread on 127.0.0.1 with an ephemeral port. What it answers is chosen by
-the requested model name, so each test states what the "remote" side does.
-"""
+chat-completions protocol (``tests.helpers.openai_server.py``)."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -25,125 +17,11 @@ from engramdb.core.intent import MemoryItem
 from engramdb.llm import ChatClient, ChatModel, LLMConfig
 from engramdb.orchestrator.summarize import abstractive_summary, summarize_items
 from engramdb.orchestrator.tokens import count_tokens
+from tests.helpers.openai_server import LONG_ANSWER, FakeChatServer, fake, server
+
+__all__ = ["fake", "server"]  # fixtures used here
 
 API_KEY = "sk-test-not-a-real-key"
-LONG_ANSWER = " ".join(["The user adopted a dog named Rex and walks him every morning."] * 200)
-
-
-@dataclass
-class Seen:
-    """One request as the server received it."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class FakeChatServer:
-    base_url: str
-    requests: list[Seen] = field(default_factory=list)
-
-
-def completion(content: object) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-    }
-
-
-def make_handler(log: list[Seen]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        # Headers and body go out in two writes; without this, Nagle's algorithm and delayed
-        # ACKs hold the body back ~40 ms per request.
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Keep the test output clean."""
-
-        def send(
-            self, status: int, payload: object, content_type: str = "application/json"
-        ) -> None:
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout test); nothing to answer
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length))
-            log.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            model = body["model"]
-            if model == "fail-401":
-                self.send(401, {"error": {"message": "Incorrect API key provided", "code": 401}})
-            elif model == "fail-404":
-                self.send(404, {"error": "model not found"})
-            elif model == "fail-429":
-                self.send(429, {"error": {"message": "rate limit reached"}})
-            elif model == "fail-500":
-                self.send(500, b"internal error", "text/plain")
-            elif model == "fail-503":
-                self.send(503, b"", "text/plain")
-            elif model == "slow":
-                time.sleep(1.0)
-                self.send(200, completion("too late"))
-            elif model == "bad-json":
-                self.send(200, b"<html>proxy error</html>", "text/html")
-            elif model == "no-choices":
-                self.send(200, {"choices": []})
-            elif model == "null-content":
-                self.send(200, completion(None))
-            elif model == "empty":
-                self.send(200, completion("   "))
-            elif model == "fail-422":
-                self.send(422, {"detail": "messages: field required"})
-            elif model == "emoji":
-                self.send(200, completion("😀😀😀 party"))
-            elif model == "long":
-                self.send(200, completion(LONG_ANSWER))
-            elif model == "translate":
-                # A forget translator: answers with one grammar instruction.
-                self.send(200, completion('```\nmatching "old job"\n```'))
-            else:
-                # Echo: the answer tells what the model was asked, so tests can check it.
-                _system, user = (m["content"] for m in body["messages"])
-                self.send(200, completion(f"summary of {len(user)} characters"))
-
-    return Handler
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeChatServer]:
-    log: list[Seen] = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(log))
-    httpd.daemon_threads = True  # the slow handler must not hold up teardown
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    host, port = httpd.server_address[:2]
-    try:
-        yield FakeChatServer(f"http://{host!s}:{port}/v1", log)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
-@pytest.fixture
-def fake(server: FakeChatServer) -> FakeChatServer:
-    server.requests.clear()
-    return server
 
 
 def client(fake: FakeChatServer, model: str = "echo", **kwargs: Any) -> ChatClient:

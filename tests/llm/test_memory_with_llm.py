@@ -14,7 +14,7 @@ from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.llm import LLMConfig
 from engramdb.orchestrator.forget_grammar import ForgetInstructionError
 from engramdb.orchestrator.tokens import count_tokens
-from tests.llm.test_client import FakeChatServer, fake, server
+from tests.helpers.openai_server import FakeChatServer, fake, server
 
 __all__ = ["fake", "server"]  # fixtures used here
 
