@@ -8,7 +8,7 @@ so a state change is never stored without its event, nor an event without its ch
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -57,6 +57,30 @@ class EventStore(Protocol):
     async def count(self, query: EventQuery | None = None) -> int:
         """How many events match ``query``."""
         ...
+
+
+async def paged_events(
+    read: Callable[[EventQuery], Awaitable[list[EventEnvelope]]],
+    query: EventQuery | None,
+    batch_size: int,
+) -> AsyncIterator[EventEnvelope]:
+    """``EventStore.stream`` built on ``read``: matching events in log order, fetched
+    ``batch_size`` at a time by position so memory stays bounded."""
+    q = query or EventQuery()
+    after, remaining = q.after, q.limit
+    while remaining is None or remaining > 0:
+        size = batch_size if remaining is None else min(batch_size, remaining)
+        batch = await read(
+            EventQuery(q.event_types, q.scope, q.provider_id, after=after, limit=size, key=q.key)
+        )
+        for event in batch:
+            yield event
+        if len(batch) < size:
+            return
+        assert batch[-1].position is not None
+        after = batch[-1].position
+        if remaining is not None:
+            remaining -= len(batch)
 
 
 #: Turns a stream of events into the records they describe (runs inside the rebuild).

@@ -1,0 +1,7 @@
+"""The scale-out PostgreSQL + pgvector backend (install the ``postgres`` extra)."""
+
+from engramdb.storage.postgres.backend import PostgresBackend, migrate
+from engramdb.storage.postgres.event_store import PostgresEventStore
+from engramdb.storage.postgres.search import PostgresSearch
+
+__all__ = ["PostgresBackend", "PostgresEventStore", "PostgresSearch", "migrate"]

@@ -1,0 +1,308 @@
+"""``PostgresBackend``: the scale-out backend — memory tables, vectors and the event log in one
+PostgreSQL database (with pgvector), written together in one transaction, each tenant's rows
+guarded by row-level security.
+
+Every transaction runs as the ``engram_service`` role with the tenant (and user) of the scopes
+it touches set transaction-locally, so a query that forgot a tenant condition still sees only
+that tenant's rows. Work that spans tenants by design (unscoped admin scans, stats, rebuilding
+every tenant, reindexing) runs as ``engram_admin``; a login that is only a member of
+``engram_service`` cannot do it at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from engramdb.core.errors import MigrationError
+from engramdb.core.events import EventEnvelope
+from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
+from engramdb.storage.migrations import pending
+from engramdb.storage.postgres.connection import Connection, PostgresPool, redacted_url
+from engramdb.storage.postgres.event_store import (
+    PostgresEventStore,
+    ensure_replicas,
+    hold_writers,
+    insert_events,
+)
+from engramdb.storage.postgres.indexes import VectorIndexes
+from engramdb.storage.postgres.queries import (
+    EVENT_SELECT,
+    PARTITION,
+    event_where,
+    record_select,
+    record_select_list,
+    record_where,
+    redact_events,
+    scope_clauses,
+    upsert_record,
+)
+from engramdb.storage.postgres.schema import MIGRATIONS, RECORD_TABLES, SERVICE_ROLE, table_for
+from engramdb.storage.postgres.search import PostgresSearch
+from engramdb.storage.postgres.tenancy import (
+    ADMIN,
+    Context,
+    context_for,
+    tenant_uuid,
+    user_uuid,
+)
+from engramdb.storage.postgres.vectors import StoredVector, dimensions_of
+from engramdb.storage.records import Delete, Hide, Op, Put, Record, RecordQuery, Redact
+from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
+
+#: Serialises migrations of concurrently starting processes.
+_MIGRATION_LOCK = 0x656E6772616D00
+
+
+def _scopes(ops: Sequence[Op]) -> list[Scope]:
+    return [op.record.scope if isinstance(op, Put) else op.scope for op in ops]
+
+
+def _written_row(record: Record, vector: bytes | None, model: str) -> tuple[Any, ...]:
+    tenant, user = record.scope.tenant, record.scope.user or ""
+    return (
+        tenant_uuid(tenant),
+        user_uuid(tenant, user),
+        *record_row(record),
+        None if vector is None else StoredVector(vector),
+        None if vector is None else model,
+    )
+
+
+async def _apply(
+    conn: Connection, ops: Sequence[Op], events: Sequence[EventEnvelope]
+) -> CommitResult:
+    await hold_writers(conn)
+    await ensure_replicas(
+        conn,
+        ((op.record.scope.tenant, op.record.scope.user or "") for op in ops if isinstance(op, Put)),
+    )
+    stored: list[Record] = []
+    deleted = hidden = redacted = 0
+    for op in ops:
+        if isinstance(op, Put):
+            cursor = await conn.execute(
+                upsert_record(op.record.namespace), _written_row(op.record, op.vector, op.model)
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            stored.append(row_record(row))
+        elif isinstance(op, Delete):
+            cursor = await conn.execute(
+                f"DELETE FROM {table_for(op.namespace)} WHERE {PARTITION} AND key = %s",
+                (op.namespace, *op.scope.columns(), op.key),
+            )
+            deleted += cursor.rowcount
+        elif isinstance(op, Hide):
+            cursor = await conn.execute(
+                f"UPDATE {table_for(op.namespace)} SET hidden_at = %s "
+                f"WHERE {PARTITION} AND key = %s",
+                (optional_time_text(op.at), op.namespace, *op.scope.columns(), op.key),
+            )
+            hidden += cursor.rowcount
+        elif isinstance(op, Redact):
+            scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
+            sql, params = redact_events(op.namespace, scope_sql, op.key)
+            cursor = await conn.execute(sql, [*params, *scope_params])
+            redacted += cursor.rowcount
+    return CommitResult(
+        events=await insert_events(conn, events),
+        stored=stored,
+        deleted=deleted,
+        hidden=hidden,
+        redacted=redacted,
+    )
+
+
+async def migrate(url: str) -> list[str]:
+    """Apply pending migrations to the database at ``url``, as its connecting user (who must
+    be allowed to create the extension, roles and tables); returns the names applied.
+
+    Raises:
+        MigrationError: a migration failed (nothing of it was applied) or the database was
+            migrated by a newer Engram.
+    """
+    try:
+        async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS engram_migrations ("
+                "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cursor = await conn.execute("SELECT name FROM engram_migrations ORDER BY name")
+            applied = [row[0] for row in await cursor.fetchall()]
+            ran = []
+            for migration in pending(MIGRATIONS, applied):
+                for statement in migration.statements:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO engram_migrations (name) VALUES (%s)",
+                    (migration.name,),
+                )
+                ran.append(migration.name)
+            return ran
+    except psycopg.Error as exc:
+        raise MigrationError(
+            f"cannot migrate PostgreSQL database {redacted_url(url)}: {exc}",
+            url=redacted_url(url),
+            sqlstate=exc.sqlstate,
+        ) from exc
+
+
+class PostgresBackend:
+    """Memory tables and event log in one PostgreSQL database, isolated per tenant."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = redacted_url(url)
+        self._pool = PostgresPool(url, min_size=min_size, max_size=max_size)
+        self._indexes = VectorIndexes(self._pool)
+        self._events = PostgresEventStore(self._pool)
+        self._search = PostgresSearch(self._pool, self._indexes)
+
+    @classmethod
+    async def open(
+        cls, url: str, *, min_size: int = 1, max_size: int = 10, connect_timeout: float = 10.0
+    ) -> PostgresBackend:
+        """Apply pending migrations to the database at ``url`` and open a connection pool.
+
+        Raises:
+            MigrationError: the schema could not be brought up to date.
+            StorageError: the server cannot be reached within ``connect_timeout`` seconds.
+        """
+        await migrate(url)
+        backend = cls(url, min_size=min_size, max_size=max_size)
+        await backend._pool.open(connect_timeout)
+        return backend
+
+    @property
+    def events(self) -> PostgresEventStore:
+        """The event log."""
+        return self._events
+
+    @property
+    def search(self) -> PostgresSearch:
+        """Candidate retrieval for hybrid recall."""
+        return self._search
+
+    async def commit(self, ops: Sequence[Op], events: Sequence[EventEnvelope]) -> CommitResult:
+        """Apply ``ops`` and append ``events`` atomically, as the tenant they concern."""
+        ops, events = list(ops), list(events)
+        for op in ops:
+            if isinstance(op, Put) and op.vector is not None:
+                table = table_for(op.record.namespace)
+                await self._indexes.ensure(table, op.model, dimensions_of(op.vector))
+        context = context_for([*_scopes(ops), *(e.scope for e in events)])
+        async with self._pool.transaction(context) as conn:
+            return await _apply(conn, ops, events)
+
+    async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:
+        """The record ``key`` in partition ``scope``, expired or not."""
+        async with self._pool.transaction(context_for([scope])) as conn:
+            cursor = await conn.execute(
+                f"SELECT {record_select_list()} FROM {table_for(namespace)} r "
+                f"WHERE {PARTITION} AND key = %s",
+                (namespace, *scope.columns(), key),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else row_record(row)
+
+    async def scan(self, query: RecordQuery) -> list[Record]:
+        """Records matching ``query`` ordered by key."""
+        sql, params = record_select(query)
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            return [row_record(r) for r in await (await conn.execute(sql, params)).fetchall()]
+
+    async def keys(self, query: RecordQuery) -> list[str]:
+        """Keys of the records matching ``query``, ordered like :meth:`scan`."""
+        sql, params = record_select(query, columns="key")
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            return [r[0] for r in await (await conn.execute(sql, params)).fetchall()]
+
+    async def count(self, query: RecordQuery) -> int:
+        """How many records match ``query``."""
+        where, params = record_where(query)
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            cursor = await conn.execute(
+                f"SELECT count(*) FROM {table_for(query.namespace)} WHERE {where}", params
+            )
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def rebuild(
+        self, namespace: str, scope: ScopeFilter | None, source: EventQuery, fold: Fold
+    ) -> int:
+        """Recompute ``namespace`` within ``scope`` from the events ``source`` selects, with
+        every writer held off; vectors of records whose text is unchanged are kept."""
+        table = table_for(namespace)
+        scope_sql, scope_params = scope_clauses(scope)
+        where = " AND ".join(["namespace = %s", *scope_sql])
+        params = [namespace, *scope_params]
+        event_sql, event_params = event_where(source)
+        async with self._pool.transaction(context_for([scope])) as conn:
+            await hold_writers(conn, exclusive=True)
+            cursor = await conn.execute(
+                f"{EVENT_SELECT} WHERE {event_sql} ORDER BY position", event_params
+            )
+            rows = await cursor.fetchall()
+            records = list(fold(row_event(row[0], row[1:]) for row in rows))
+            # A vector is a function of its text: it stays valid for a rebuilt record with
+            # the same partition, key and text.
+            await conn.execute(
+                "CREATE TEMPORARY TABLE engram_kept_vectors ON COMMIT DROP AS "
+                "SELECT tenant, user_id, agent, session, plan, key, text, embedding, "
+                f"embedding_model FROM {table} WHERE {where} AND embedding IS NOT NULL",
+                params,
+            )
+            await conn.execute(f"DELETE FROM {table} WHERE {where}", params)
+            await ensure_replicas(conn, ((r.scope.tenant, r.scope.user or "") for r in records))
+            async with conn.cursor() as insert:
+                await insert.executemany(
+                    upsert_record(namespace), [_written_row(r, None, "") for r in records]
+                )
+            await conn.execute(
+                f"UPDATE {table} t SET embedding = k.embedding, "
+                "embedding_model = k.embedding_model FROM engram_kept_vectors k "
+                "WHERE t.namespace = %s AND t.tenant = k.tenant AND t.user_id = k.user_id "
+                "AND t.agent = k.agent AND t.session = k.session AND t.plan = k.plan "
+                "AND t.key = k.key AND t.text = k.text",
+                (namespace,),
+            )
+            await conn.execute("DROP TABLE engram_kept_vectors")
+        return len(records)
+
+    async def delete_tenant(self, tenant: str) -> bool:
+        """Delete tenant ``tenant`` and, by cascade, its users, every memory and every event.
+
+        Runs as the tenant itself: row-level security lets it delete nothing else. Returns
+        whether the tenant existed.
+        """
+        async with self._pool.transaction(Context(SERVICE_ROLE, tenant)) as conn:
+            await hold_writers(conn)
+            cursor = await conn.execute("DELETE FROM tenants WHERE id = %s", (tenant_uuid(tenant),))
+            return cursor.rowcount > 0
+
+    async def stats(self) -> BackendStats:
+        """Record and event counts of every tenant and the database size in bytes."""
+        counts = " UNION ALL ".join(
+            f"SELECT namespace, count(*) FROM {table} GROUP BY namespace" for table in RECORD_TABLES
+        )
+        async with self._pool.transaction(ADMIN) as conn:
+            by_ns = {
+                str(ns): int(n)
+                for ns, n in await (
+                    await conn.execute(f"SELECT * FROM ({counts}) AS c ORDER BY 1")
+                ).fetchall()
+            }
+            cursor = await conn.execute(
+                "SELECT (SELECT count(*) FROM events), pg_database_size(current_database())"
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return BackendStats(self.url, sum(by_ns.values()), int(row[0]), by_ns, int(row[1]))
+
+    async def close(self) -> None:
+        """Close the connection pool; idempotent."""
+        await self._pool.close()

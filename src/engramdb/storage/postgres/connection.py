@@ -1,0 +1,121 @@
+"""``PostgresPool``: a psycopg connection pool whose every transaction acts for one
+``Context``.
+
+Each transaction starts by switching role and setting the tenant and user with transaction-local
+``set_config(…, true)``: when it ends, commit or rollback, the connection is back to the
+connecting user with nothing set, so a pooled connection carries nothing of one request into the
+next. Driver errors are translated to ``StorageError`` here, at the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.types.string import TextLoader
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from engramdb.core.errors import EngineClosedError, StorageError
+from engramdb.storage.postgres.tenancy import Context
+from engramdb.storage.postgres.vectors import register_vector
+
+Connection = AsyncConnection[tuple[Any, ...]]
+
+_ENTER = (
+    "SELECT set_config('role', %s, true), set_config('app.current_tenant', %s, true), "
+    "set_config('app.current_user', %s, true)"
+)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password, for messages and ``Backend.url``."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    info.pop("password", None)
+    user = info.get("user")
+    host = info.get("host", "")
+    port = info.get("port")
+    where = f"{host}:{port}" if port else str(host)
+    return f"postgresql://{f'{user}@' if user else ''}{where}/{info.get('dbname', '')}"
+
+
+async def _configure(conn: Connection) -> None:
+    # Times and JSON come back as the text the shared row mapping parses: JSON exactly as
+    # written (json, unlike jsonb, keeps the text), times in UTC (the session's time zone).
+    conn.adapters.register_loader("json", TextLoader)
+    conn.adapters.register_loader("timestamptz", TextLoader)
+    await register_vector(conn)
+    await conn.commit()
+
+
+class PostgresPool:
+    """Connections to one database, lent out one transaction at a time."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url,
+            open=False,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"options": "-c TimeZone=UTC"},
+            configure=_configure,
+        )
+        self._closed = False
+
+    async def open(self, connect_timeout: float = 10.0) -> None:
+        """Connect, waiting for the first connection.
+
+        Raises:
+            StorageError: the server cannot be reached within ``connect_timeout`` seconds.
+        """
+        try:
+            await self._pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as exc:
+            await self._pool.close()
+            raise StorageError(
+                f"cannot connect to PostgreSQL at {redacted_url(self.url)}",
+                url=redacted_url(self.url),
+            ) from exc
+
+    @asynccontextmanager
+    async def owner(self) -> AsyncIterator[Connection]:
+        """A transaction as the connecting user itself (schema changes only: with forced
+        row-level security and no policy of its own, it sees no rows)."""
+        async with self._borrow() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def transaction(self, context: Context) -> AsyncIterator[Connection]:
+        """A transaction as ``context``: all or nothing, isolated by row-level security."""
+        tenant, user = context.settings()
+        async with self._borrow() as conn, conn.transaction():
+            await conn.execute(_ENTER, (context.role, tenant, user))
+            yield conn
+
+    @asynccontextmanager
+    async def _borrow(self) -> AsyncIterator[Connection]:
+        if self._closed:
+            raise EngineClosedError("the PostgreSQL backend is closed", url=redacted_url(self.url))
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"PostgreSQL error: {exc}",
+                url=redacted_url(self.url),
+                sqlstate=exc.sqlstate,
+            ) from exc
+        except PoolTimeout as exc:
+            raise StorageError(
+                "no PostgreSQL connection available", url=redacted_url(self.url)
+            ) from exc
+
+    async def close(self) -> None:
+        """Close every connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()

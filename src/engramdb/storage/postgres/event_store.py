@@ -1,0 +1,115 @@
+"""``PostgresEventStore``: the event log in the same database (and transactions) as the
+memory tables.
+
+Positions come from an identity column, which hands out numbers when rows are inserted, not
+when they commit. So that a reader paging by position never skips an event committed late,
+appends take one transaction-scoped lock just before inserting: events become visible in
+position order. Writers hold it only for the tail of their transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+
+from engramdb.core.events import EventEnvelope
+from engramdb.storage.backend import EventQuery, paged_events
+from engramdb.storage.postgres.connection import Connection, PostgresPool
+from engramdb.storage.postgres.queries import (
+    EVENT_SELECT,
+    INSERT_EVENT,
+    UPSERT_TENANT,
+    UPSERT_USER,
+    event_where,
+)
+from engramdb.storage.postgres.tenancy import ADMIN, context_for, tenant_uuid, user_uuid
+from engramdb.storage.rows import event_row, row_event
+
+#: Advisory lock keys: every write holds ``WRITERS`` shared (a rebuild holds it exclusively);
+#: ``EVENT_ORDER`` orders appends to the log.
+WRITERS_LOCK = 0x656E6772616D01
+EVENT_ORDER_LOCK = 0x656E6772616D02
+
+
+async def hold_writers(conn: Connection, *, exclusive: bool = False) -> None:
+    """Take the writers' lock for this transaction (exclusive: wait for every writer and keep
+    new ones out until the transaction ends)."""
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    await conn.execute(f"SELECT {function}(%s)", (WRITERS_LOCK,))
+
+
+async def ensure_replicas(conn: Connection, scopes: Iterable[tuple[str, str]]) -> None:
+    """Upsert the tenant and user replicas of (tenant, user) pairs (an empty user: none)."""
+    pairs = sorted(set(scopes))
+    tenants = sorted({tenant for tenant, _ in pairs})
+    async with conn.cursor() as cur:
+        await cur.executemany(UPSERT_TENANT, [(tenant_uuid(t), t) for t in tenants])
+        users = [(user_uuid(t, u), tenant_uuid(t), u) for t, u in pairs if u]
+        if users:
+            await cur.executemany(UPSERT_USER, users)
+
+
+async def insert_events(conn: Connection, events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
+    """Append ``events`` on ``conn`` inside the caller's transaction."""
+    if not events:
+        return []
+    await ensure_replicas(conn, ((e.scope.tenant, "") for e in events))
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (EVENT_ORDER_LOCK,))
+    positioned = []
+    for event in events:
+        cursor = await conn.execute(
+            INSERT_EVENT, (tenant_uuid(event.scope.tenant), *event_row(event))
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        positioned.append(event.model_copy(update={"position": row[0]}))
+    return positioned
+
+
+class PostgresEventStore:
+    """The append-only log, isolated per tenant by row-level security."""
+
+    def __init__(self, pool: PostgresPool) -> None:
+        self._pool = pool
+
+    async def append(self, events: Sequence[EventEnvelope]) -> list[EventEnvelope]:
+        """Append ``events`` in one transaction."""
+        batch = list(events)
+        async with self._pool.transaction(context_for(e.scope for e in batch)) as conn:
+            await hold_writers(conn)
+            return await insert_events(conn, batch)
+
+    async def read(self, query: EventQuery | None = None) -> list[EventEnvelope]:
+        """Events matching ``query``, oldest first (every tenant's when it has no scope)."""
+        q = query or EventQuery()
+        where, params = event_where(q)
+        order = "DESC" if q.newest_first else "ASC"
+        sql = f"{EVENT_SELECT} WHERE {where} ORDER BY position {order}"
+        if q.limit is not None:
+            sql += " LIMIT %s"
+            params.append(q.limit)
+        async with self._pool.transaction(context_for([q.scope])) as conn:
+            cursor = await conn.execute(sql, params)
+            return [row_event(row[0], row[1:]) for row in await cursor.fetchall()]
+
+    async def stream(
+        self, query: EventQuery | None = None, *, batch_size: int = 1000
+    ) -> AsyncIterator[EventEnvelope]:
+        """Matching events in log order, read in batches so memory stays bounded."""
+        async for event in paged_events(self.read, query, batch_size):
+            yield event
+
+    async def last_position(self) -> int:
+        """Position of the newest event of any tenant (0 when empty)."""
+        async with self._pool.transaction(ADMIN) as conn:
+            cursor = await conn.execute("SELECT coalesce(max(position), 0) FROM events")
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0
+
+    async def count(self, query: EventQuery | None = None) -> int:
+        """How many events match ``query``."""
+        q = query or EventQuery()
+        where, params = event_where(q)
+        async with self._pool.transaction(context_for([q.scope])) as conn:
+            cursor = await conn.execute(f"SELECT count(*) FROM events WHERE {where}", params)
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0

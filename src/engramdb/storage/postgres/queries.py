@@ -1,0 +1,249 @@
+"""Pure SQL building for the PostgreSQL backend (tested without a database).
+
+Rows keep the shared record layout of ``storage.rows``; on top of it each memory table carries
+the UUIDs of its tenant and user replicas (what row-level security and the cascades key on),
+a generated ``tsvector`` and an optional pgvector embedding.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from engramdb.core.scope import LEVELS, Level, ScopeFilter
+from engramdb.core.validation import to_json
+from engramdb.storage.backend import EventQuery
+from engramdb.storage.postgres.schema import TEXT_CONFIG, table_for
+from engramdb.storage.records import RecordQuery, as_filter
+from engramdb.storage.rows import (
+    EVENT_COLUMNS,
+    RECORD_COLUMNS,
+    RECORD_SELECTED,
+    like_pattern,
+    time_text,
+)
+
+#: Scope level → column: the five scope columns of the shared record layout.
+LEVEL_COLUMNS: dict[Level, str] = dict(zip(LEVELS, RECORD_COLUMNS[1:6], strict=True))
+PARTITION = (
+    "namespace = %s AND tenant = %s AND user_id = %s AND agent = %s AND session = %s AND plan = %s"
+)
+#: Columns a write sets: the replica ids, the record, the embedding and its model.
+WRITTEN_COLUMNS = ("tenant_uuid", "user_uuid", *RECORD_COLUMNS, "embedding", "embedding_model")
+_UPDATED = (
+    "value",
+    "content_type",
+    "metadata",
+    "text",
+    "ttl_ms",
+    "expires_at",
+    "occurred_at",
+    "hidden_at",
+    "embedding",
+    "embedding_model",
+)
+EVENT_SELECT = f"SELECT position, {', '.join(EVENT_COLUMNS)} FROM events"
+INSERT_EVENT = (
+    f"INSERT INTO events (tenant_uuid, {', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * (len(EVENT_COLUMNS) + 1))}) RETURNING position"
+)
+UPSERT_TENANT = "INSERT INTO tenants (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING"
+UPSERT_USER = (
+    "INSERT INTO users (id, tenant_uuid, username) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
+)
+#: BM25 parameters, as SQLite's FTS5 uses them.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def record_select_list(alias: str = "r") -> str:
+    """The columns of a whole record (``RECORD_SELECTED`` order) from table alias ``alias``."""
+    return ", ".join(f"{alias}.{column}" for column in RECORD_SELECTED)
+
+
+def upsert_record(namespace: str) -> str:
+    """INSERT … ON CONFLICT of one record into ``namespace``'s table (``WRITTEN_COLUMNS``
+    order), returning it as stored; a replace keeps ``created_at``."""
+    updates = ", ".join(f"{column} = excluded.{column}" for column in _UPDATED)
+    return (
+        f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
+        "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
+        f"{updates}, updated_at = excluded.created_at RETURNING {record_select_list()}"
+    )
+
+
+def scope_clauses(scope: ScopeFilter | None) -> tuple[list[str], list[Any]]:
+    """Equality conditions on the scope columns a filter fixes."""
+    if scope is None:
+        return [], []
+    conditions = scope.conditions()
+    return [f"{LEVEL_COLUMNS[level]} = %s" for level, _ in conditions], [v for _, v in conditions]
+
+
+def record_where(query: RecordQuery) -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and parameters for ``query``."""
+    clauses = ["namespace = %s"]
+    params: list[Any] = [query.namespace]
+    scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
+    clauses += scope_sql
+    params += scope_params
+    if query.keys is not None:
+        clauses.append("key = ANY(%s)")
+        params.append(list(query.keys))
+    if query.prefix:
+        clauses.append("starts_with(key, %s)")
+        params.append(query.prefix)
+    if query.content_types is not None:
+        clauses.append("content_type = ANY(%s)")
+        params.append(list(query.content_types))
+    for name, value in query.metadata.items():
+        # jsonb equality tells true from 1 and "1" from 1; a missing member is NULL.
+        clauses.append("metadata::jsonb -> %s = %s::jsonb")
+        params += [name, to_json(value, what="metadata filter")]
+    if query.text_any:
+        clauses.append("(" + " OR ".join("text ILIKE %s" for _ in query.text_any) + ")")
+        params += [like_pattern(term) for term in query.text_any]
+    if query.value_equals is not None:
+        # Values are stored as canonical JSON text (json keeps it), so equal values match.
+        clauses.append("value::text = %s")
+        params.append(to_json(query.value_equals))
+    if query.hidden is not None:
+        clauses.append("hidden_at IS NOT NULL" if query.hidden else "hidden_at IS NULL")
+    if query.ids is not None:
+        clauses.append("id = ANY(%s)")
+        params.append(list(query.ids))
+    if query.occurred_after is not None:
+        clauses.append("coalesce(occurred_at, created_at) >= %s")
+        params.append(time_text(query.occurred_after))
+    if query.occurred_before is not None:
+        clauses.append("coalesce(occurred_at, created_at) < %s")
+        params.append(time_text(query.occurred_before))
+    if query.alive_at is not None:
+        clauses.append("(expires_at IS NULL OR expires_at > %s)")
+        params.append(time_text(query.alive_at))
+    if query.expired_at is not None:
+        clauses.append("expires_at IS NOT NULL AND expires_at <= %s")
+        params.append(time_text(query.expired_at))
+    return " AND ".join(clauses), params
+
+
+def record_select(query: RecordQuery, columns: str | None = None) -> tuple[str, list[Any]]:
+    """SELECT of ``columns`` (default: a whole record) for ``query``, ordered by key (then
+    partition), or by row id when ``query.ids`` is set."""
+    where, params = record_where(query)
+    selected = record_select_list() if columns is None else columns
+    order = "id" if query.ids is not None else "key, tenant, user_id, agent, session, plan"
+    sql = f"SELECT {selected} FROM {table_for(query.namespace)} r WHERE {where} ORDER BY {order}"
+    if query.limit is not None or query.offset:
+        sql += " LIMIT %s OFFSET %s"
+        params += [query.limit, query.offset]
+    return sql, params
+
+
+def event_where(query: EventQuery) -> tuple[str, list[Any]]:
+    """WHERE clause (without the keyword) and parameters for an event query."""
+    clauses = ["position > %s"]
+    params: list[Any] = [query.after]
+    if query.event_types is not None:
+        clauses.append("event_type = ANY(%s)")
+        params.append(list(query.event_types))
+    scope_sql, scope_params = scope_clauses(query.scope)
+    clauses += scope_sql
+    params += scope_params
+    if query.provider_id is not None:
+        clauses.append("provider_id = %s")
+        params.append(query.provider_id)
+    if query.key is not None:
+        clauses.append("payload ->> 'key' = %s")
+        params.append(query.key)
+    return " AND ".join(clauses), params
+
+
+def redact_events(namespace: str, scope_sql: list[str], key: str) -> tuple[str, list[Any]]:
+    """UPDATE blanking every not yet redacted event about ``key`` (see ``Redact``)."""
+    where = " AND ".join(
+        [
+            "provider_id = %s",
+            "payload ->> 'key' = %s",
+            *scope_sql,
+            "(payload ->> 'redacted') IS DISTINCT FROM '1'",
+        ]
+    )
+    tombstone = to_json({"key": key, "provider_id": namespace, "redacted": 1})
+    return f"UPDATE events SET payload = %s WHERE {where}", [tombstone, namespace, key]
+
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+_WORD = re.compile(r"\w+", re.UNICODE)
+_OPERATORS = frozenset({"OR", "AND", "NOT", "NEAR"})
+
+
+def match_words(match: str) -> list[str]:
+    """The words of a full-text expression (quoted phrases and bare words, FTS5 style), in
+    order and without repeats; operators are dropped, every word counts as an alternative."""
+    words: list[str] = []
+    for phrase in _QUOTED.findall(match):
+        words += _WORD.findall(phrase.replace('""', '"'))
+    words += [w for w in _WORD.findall(_QUOTED.sub(" ", match)) if w not in _OPERATORS]
+    return list(dict.fromkeys(word.lower() for word in words))
+
+
+def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, list[Any]]:
+    """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
+    each row a record followed by its Okapi BM25 score (higher is better).
+
+    Document frequencies and the mean document length are those of the records ``query``
+    selects, so scores depend on the caller's own records only, never on another tenant's.
+    A document's length is its count of distinct lexemes.
+    """
+    where, params = record_where(query)
+    table = table_for(query.namespace)
+    text = " ".join(words)
+    alternatives = " or ".join(f'"{word}"' for word in words)
+    sql = f"""
+        WITH lexemes AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %s))),
+        stats AS (
+            SELECT count(*)::float8 AS docs, greatest(avg(length(tsv)), 1)::float8 AS avgdl
+            FROM {table} WHERE {where}),
+        hits AS (
+            SELECT id, tsv FROM {table}
+            WHERE {where} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
+        tf AS (
+            SELECT hits.id, t.lexeme, cardinality(t.positions)::float8 AS tf,
+                   length(hits.tsv)::float8 AS dl
+            FROM hits, unnest(hits.tsv) AS t
+            WHERE t.lexeme IN (SELECT lexeme FROM lexemes)),
+        df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme),
+        scores AS (
+            SELECT tf.id, sum(
+                greatest(ln((stats.docs - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+                * tf.tf * {BM25_K1 + 1}
+                / (tf.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * tf.dl / stats.avgdl))
+            ) AS score
+            FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id)
+        SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
+        ORDER BY scores.score DESC, r.key LIMIT %s"""
+    return sql, [text, *params, *params, alternatives, limit]
+
+
+def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids and vectors of ``model`` for the records ``query`` selects."""
+    where, params = record_where(query)
+    sql = (
+        f"SELECT id, embedding FROM {table_for(query.namespace)} "
+        f"WHERE {where} AND embedding_model = %s ORDER BY id"
+    )
+    return sql, [*params, model]
+
+
+def unvectored_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """The records ``query`` selects that have no vector of ``model``."""
+    where, params = record_where(query)
+    sql = (
+        f"SELECT {record_select_list()} FROM {table_for(query.namespace)} r WHERE {where} "
+        "AND embedding_model IS DISTINCT FROM %s ORDER BY id"
+    )
+    if query.limit is not None:
+        return f"{sql} LIMIT %s", [*params, model, query.limit]
+    return sql, [*params, model]

@@ -1,0 +1,218 @@
+"""The PostgreSQL schema as named, append-only migrations, and where each namespace lives.
+
+Tenants and users are local replicas keyed by UUIDs derived from their names (see
+``tenancy``); every memory table and the event log reference them with ``ON DELETE CASCADE``,
+so deleting a tenant removes everything it stored. Each CoALA memory type has its own table;
+all share one record layout, so the backend keeps a single record contract.
+
+Row-level security binds two roles the migrations create: ``engram_service`` sees only the
+rows of the tenant (and, for episodic and procedural memory, the user) set in the current
+transaction; ``engram_admin`` is for explicit cross-tenant work (stats, rebuilds, reindexing).
+``FORCE ROW LEVEL SECURITY`` binds the owner too, who has no policy and so sees nothing.
+"""
+
+from __future__ import annotations
+
+from engramdb.storage.migrations import Migration
+
+SERVICE_ROLE = "engram_service"
+ADMIN_ROLE = "engram_admin"
+#: Text search configuration: Snowball English stemming, so "lives" finds "living".
+TEXT_CONFIG = "english"
+
+#: Namespace → table. Any other namespace (graph, files, custom providers) uses ``memory_records``.
+NAMESPACE_TABLES: dict[str, str] = {
+    "episodic": "episodic_memory",
+    "conversation": "episodic_memory",
+    "semantic": "semantic_memory",
+    "semantic_public": "semantic_memory",
+    "procedural": "procedural_memory",
+    "workspace": "working_memory",
+    "task_context": "task_context",
+    "plans": "plans",
+    "sessions": "sessions",
+}
+GENERIC_TABLE = "memory_records"
+#: Tables whose rows are private to a user when the transaction names one (spec: episodic and
+#: procedural memory are private to the user/agent pair).
+USER_PRIVATE_TABLES = ("episodic_memory", "procedural_memory")
+RECORD_TABLES: tuple[str, ...] = (*dict.fromkeys(NAMESPACE_TABLES.values()), GENERIC_TABLE)
+#: Every table row-level security guards, in the order a tenant's rows are cascaded.
+TENANT_TABLES: tuple[str, ...] = ("tenants", "users", *RECORD_TABLES, "events")
+
+
+def table_for(namespace: str) -> str:
+    """The table holding ``namespace``'s records."""
+    return NAMESPACE_TABLES.get(namespace, GENERIC_TABLE)
+
+
+_ROLES = f"""
+DO $$
+BEGIN
+    -- Roles belong to the cluster, not the database: another database may be creating them
+    -- at this very moment.
+    BEGIN
+        CREATE ROLE {SERVICE_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END;
+    BEGIN
+        CREATE ROLE {ADMIN_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END;
+    -- The migrating user switches to these roles per transaction (SET LOCAL ROLE).
+    IF NOT pg_has_role(current_user, '{SERVICE_ROLE}', 'MEMBER') THEN
+        EXECUTE format('GRANT {SERVICE_ROLE} TO %I', current_user);
+    END IF;
+    IF NOT pg_has_role(current_user, '{ADMIN_ROLE}', 'MEMBER') THEN
+        EXECUTE format('GRANT {ADMIN_ROLE} TO %I', current_user);
+    END IF;
+END $$"""
+
+# Unset or empty settings read as NULL, which no row's tenant equals: no context, no rows.
+_CONTEXT_FUNCTIONS = (
+    """CREATE FUNCTION engram_tenant() RETURNS uuid LANGUAGE sql STABLE AS
+       $$ SELECT nullif(current_setting('app.current_tenant', true), '')::uuid $$""",
+    """CREATE FUNCTION engram_user() RETURNS uuid LANGUAGE sql STABLE AS
+       $$ SELECT nullif(current_setting('app.current_user', true), '')::uuid $$""",
+)
+
+_IDENTITY = (
+    """CREATE TABLE tenants (
+        id uuid PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        created_at timestamptz NOT NULL DEFAULT now()
+    )""",
+    """CREATE TABLE users (
+        id uuid PRIMARY KEY,
+        tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+        username text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (tenant_uuid, username)
+    )""",
+)
+
+_EVENTS = (
+    """CREATE TABLE events (
+        position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+        event_id text NOT NULL UNIQUE,
+        event_type text NOT NULL,
+        schema_version integer NOT NULL,
+        occurred_at timestamptz NOT NULL,
+        producer json NOT NULL,
+        trace json NOT NULL,
+        tenant text COLLATE "C" NOT NULL,
+        user_id text COLLATE "C" NOT NULL,
+        agent text COLLATE "C" NOT NULL,
+        session text COLLATE "C" NOT NULL,
+        plan text COLLATE "C" NOT NULL,
+        provider_id text NOT NULL,
+        payload json NOT NULL
+    )""",
+    "CREATE INDEX events_by_type ON events (event_type, position)",
+    "CREATE INDEX events_by_scope ON events (tenant, user_id, agent, position)",
+    "CREATE INDEX events_by_provider ON events (provider_id, position)",
+    "CREATE INDEX events_by_key ON events (provider_id, (payload ->> 'key'))",
+    "CREATE INDEX events_by_tenant ON events (tenant_uuid)",
+    # The log is append-only, with one exception: a hard forget may blank an event's payload
+    # to a tombstone (payload.redacted = 1), changing nothing else.
+    """CREATE FUNCTION engram_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF (NEW.position, NEW.tenant_uuid, NEW.event_id, NEW.event_type, NEW.schema_version,
+            NEW.occurred_at, NEW.producer::text, NEW.trace::text, NEW.tenant, NEW.user_id,
+            NEW.agent, NEW.session, NEW.plan, NEW.provider_id)
+           IS NOT DISTINCT FROM
+           (OLD.position, OLD.tenant_uuid, OLD.event_id, OLD.event_type, OLD.schema_version,
+            OLD.occurred_at, OLD.producer::text, OLD.trace::text, OLD.tenant, OLD.user_id,
+            OLD.agent, OLD.session, OLD.plan, OLD.provider_id)
+           AND NEW.payload ->> 'redacted' = '1' THEN
+            RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'the event log is append-only';
+    END $$""",
+    """CREATE TRIGGER events_append_only BEFORE UPDATE ON events
+       FOR EACH ROW EXECUTE FUNCTION engram_events_append_only()""",
+)
+
+
+def _record_table(table: str) -> tuple[str, ...]:
+    """One memory table in the shared record layout, with its full-text and scope indexes."""
+    return (
+        f"""CREATE TABLE {table} (
+            id bigint PRIMARY KEY DEFAULT nextval('engram_record_ids'),
+            tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+            user_uuid uuid REFERENCES users (id) ON DELETE CASCADE,
+            namespace text COLLATE "C" NOT NULL,
+            tenant text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            agent text COLLATE "C" NOT NULL,
+            session text COLLATE "C" NOT NULL,
+            plan text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            value json NOT NULL,
+            content_type text NOT NULL,
+            metadata json NOT NULL,
+            text text NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', text)) STORED,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz,
+            ttl_ms bigint,
+            expires_at timestamptz,
+            thread text COLLATE "C" NOT NULL DEFAULT '',
+            occurred_at timestamptz,
+            hidden_at timestamptz,
+            embedding vector,
+            embedding_model text,
+            UNIQUE (namespace, tenant, user_id, agent, session, plan, key)
+        )""",
+        f"CREATE INDEX {table}_text ON {table} USING gin (tsv)",
+        f"""CREATE INDEX {table}_thread ON {table}
+            (namespace, tenant, user_id, agent, session, plan, thread, created_at)""",
+        f"CREATE INDEX {table}_content_type ON {table} (namespace, tenant, content_type)",
+        f"CREATE INDEX {table}_expiry ON {table} (expires_at) WHERE expires_at IS NOT NULL",
+        f"CREATE INDEX {table}_tenant ON {table} (tenant_uuid)",
+        f"CREATE INDEX {table}_user ON {table} (user_uuid) WHERE user_uuid IS NOT NULL",
+    )
+
+
+def _security(table: str) -> tuple[str, ...]:
+    """Row-level security on ``table`` for the service role (tenant, and user where private)
+    and the admin role (every row), forced so that the owner is bound as well."""
+    tenant_column = "id" if table == "tenants" else "tenant_uuid"
+    rule = f"{tenant_column} = engram_tenant()"
+    if table in USER_PRIVATE_TABLES:
+        rule += " AND (engram_user() IS NULL OR user_uuid = engram_user())"
+    privileges = "SELECT, INSERT, UPDATE" if table == "events" else "SELECT, INSERT, UPDATE, DELETE"
+    return (
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY tenant_isolation ON {table} TO {SERVICE_ROLE} "
+        f"USING ({rule}) WITH CHECK ({rule})",
+        f"CREATE POLICY admin_access ON {table} TO {ADMIN_ROLE} USING (true) WITH CHECK (true)",
+        f"GRANT {privileges} ON {table} TO {SERVICE_ROLE}, {ADMIN_ROLE}",
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_tenancy",
+        (
+            "CREATE EXTENSION IF NOT EXISTS vector",
+            _ROLES,
+            *_CONTEXT_FUNCTIONS,
+            *_IDENTITY,
+            "CREATE SEQUENCE engram_record_ids",
+        ),
+    ),
+    Migration("0002_event_log", _EVENTS),
+    Migration(
+        "0003_memory_tables", tuple(s for table in RECORD_TABLES for s in _record_table(table))
+    ),
+    Migration(
+        "0004_row_level_security",
+        (
+            *(s for table in TENANT_TABLES for s in _security(table)),
+            f"GRANT USAGE ON SEQUENCE engram_record_ids TO {SERVICE_ROLE}, {ADMIN_ROLE}",
+        ),
+    ),
+)

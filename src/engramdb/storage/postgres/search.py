@@ -1,0 +1,185 @@
+"""Search primitives of the PostgreSQL backend: Okapi BM25 over ``tsvector``s (GIN-indexed),
+stored pgvector embeddings, and a conversation's neighbouring turns. Ranking itself happens
+above, in pure functions; ``nearest`` additionally answers a cosine query through the HNSW
+index inside the database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from engramdb.core.events import EventEnvelope
+from engramdb.core.scope import Scope
+from engramdb.storage.postgres.connection import PostgresPool
+from engramdb.storage.postgres.event_store import hold_writers, insert_events
+from engramdb.storage.postgres.indexes import VectorIndexes
+from engramdb.storage.postgres.queries import (
+    PARTITION,
+    match_words,
+    record_select,
+    record_select_list,
+    record_where,
+    text_search,
+    unvectored_select,
+    vector_select,
+)
+from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
+from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for
+from engramdb.storage.postgres.vectors import StoredVector
+from engramdb.storage.records import Record, RecordQuery
+from engramdb.storage.rows import row_record, time_text
+
+_EVERY_RECORD = " UNION ALL ".join(f"SELECT id, tsv FROM {table}" for table in RECORD_TABLES)
+#: Which tables hold any of some record ids (ids come from one sequence shared by all).
+_TABLES_OF_IDS = " UNION ALL ".join(
+    f"(SELECT '{table}' FROM {table} WHERE id = ANY(%(ids)s) LIMIT 1)" for table in RECORD_TABLES
+)
+
+
+class PostgresSearch:
+    """Candidate retrieval for hybrid recall, one pooled transaction per call."""
+
+    def __init__(self, pool: PostgresPool, indexes: VectorIndexes) -> None:
+        self._pool = pool
+        self._indexes = indexes
+
+    async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
+        """Records ``query`` selects holding any word of the full-text expression ``match``,
+        best first, with their BM25 scores (higher is better)."""
+        words = match_words(match)
+        if not words or limit <= 0:
+            return []
+        sql, params = text_search(query, words, limit)
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            rows = await (await conn.execute(sql, params)).fetchall()
+        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+
+    async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many records (of every tenant and namespace) hold each term, and how many
+        records there are."""
+        counts: dict[str, int] = {}
+        async with self._pool.transaction(ADMIN) as conn:
+            for term in terms:
+                cursor = await conn.execute(
+                    f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every "
+                    f"WHERE tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
+                    ('"' + term.replace('"', " ") + '"',),
+                )
+                row = await cursor.fetchone()
+                counts[term] = int(row[0]) if row else 0
+            cursor = await conn.execute(f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every")
+            row = await cursor.fetchone()
+        return counts, int(row[0]) if row else 0
+
+    async def record_ids(self, query: RecordQuery) -> list[int]:
+        """Row ids of the records ``query`` selects."""
+        sql, params = record_select(query, columns="id")
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            return [row[0] for row in await (await conn.execute(sql, params)).fetchall()]
+
+    async def vectors(self, query: RecordQuery, model: str) -> tuple[list[int], list[bytes]]:
+        """Ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
+        sql, params = vector_select(query, model)
+        async with (
+            self._pool.transaction(context_for([query.scope])) as conn,
+            conn.cursor(binary=True) as cursor,
+        ):
+            await cursor.execute(sql, params)
+            rows = await cursor.fetchall()
+        return [r[0] for r in rows], [r[1] for r in rows]
+
+    async def nearest(
+        self, query: RecordQuery, model: str, vector: bytes, limit: int
+    ) -> list[tuple[int, float]]:
+        """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
+        ``vector``, best first, through the HNSW index of ``model`` when there is one."""
+        where, params = record_where(query)
+        cast = f"vector({len(vector) // 4})"
+        sql = (
+            f"SELECT id, 1 - (embedding::{cast} <=> %s::{cast}) FROM {table_for(query.namespace)} "
+            f"WHERE {where} AND embedding_model = %s "
+            f"ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s"
+        )
+        probe = StoredVector(vector)
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            rows = await (await conn.execute(sql, [probe, *params, model, probe, limit])).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
+        """Records ``query`` selects that have no vector of ``model``."""
+        sql, params = unvectored_select(query, model)
+        async with self._pool.transaction(context_for([query.scope])) as conn:
+            return [row_record(r) for r in await (await conn.execute(sql, params)).fetchall()]
+
+    async def drop_vectors(self, namespace: str) -> None:
+        """Delete every stored vector of ``namespace``'s records (every tenant's)."""
+        async with self._pool.transaction(ADMIN) as conn:
+            await hold_writers(conn)
+            await conn.execute(
+                f"UPDATE {table_for(namespace)} SET embedding = NULL, embedding_model = NULL "
+                "WHERE namespace = %s AND embedding IS NOT NULL",
+                (namespace,),
+            )
+
+    async def put_vectors(
+        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+    ) -> None:
+        """Store vectors by record id, skipping records deleted since they were read, and
+        append ``events`` in the same transaction."""
+        batch = list(events)
+        ids = [record_id for record_id, _ in vectors]
+        async with self._pool.transaction(context_for(e.scope for e in batch)) as conn:
+            tables = [
+                r[0] for r in await (await conn.execute(_TABLES_OF_IDS, {"ids": ids})).fetchall()
+            ]
+        for table in tables:
+            await self._indexes.ensure(table, model, len(vectors[0][1]) // 4)
+        async with self._pool.transaction(context_for(e.scope for e in batch)) as conn:
+            await hold_writers(conn)
+            async with conn.cursor() as cursor:
+                for table in tables:
+                    await cursor.executemany(
+                        f"UPDATE {table} SET embedding = %s, embedding_model = %s WHERE id = %s",
+                        [(StoredVector(blob), model, record_id) for record_id, blob in vectors],
+                    )
+            await insert_events(conn, batch)
+
+    async def neighbours(
+        self,
+        namespace: str,
+        scope: Scope,
+        anchors: Sequence[tuple[str, datetime]],
+        count: int,
+        alive_at: datetime,
+    ) -> list[list[Record]]:
+        """For each (thread, created_at) anchor, up to ``count`` records written just before
+        and just after it in the same thread, nearest first."""
+        base = (namespace, *scope.columns())
+        alive = time_text(alive_at)
+        table = table_for(namespace)
+        found = []
+        async with self._pool.transaction(context_for([scope])) as conn:
+            for thread, created in anchors:
+                around = []
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    cursor = await conn.execute(
+                        f"SELECT {record_select_list()} FROM {table} r WHERE {PARTITION} "
+                        f"AND thread = %s AND created_at {op} %s "
+                        "AND (expires_at IS NULL OR expires_at > %s) AND hidden_at IS NULL "
+                        f"ORDER BY created_at {order} LIMIT %s",
+                        (*base, thread, time_text(created), alive, count),
+                    )
+                    around += [row_record(r) for r in await cursor.fetchall()]
+                found.append(around)
+        return found
+
+    async def data_version(self) -> int:
+        """The server's write-ahead log position: it moves on every commit, anyone's, so a
+        cache checked against it never misses another process's write."""
+        async with self._pool.transaction(NOBODY) as conn:
+            cursor = await conn.execute(
+                "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                "ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint"
+            )
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0

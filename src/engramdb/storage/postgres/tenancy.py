@@ -1,0 +1,78 @@
+"""Who a PostgreSQL transaction acts for: ``Context`` (role, tenant, user), derived from the
+scopes a call touches, and the UUIDs of the tenant and user replicas (pure, no database).
+
+Tenant and user ids are UUIDv5 of their names, so every process derives the same id without a
+lookup and the replica rows can be upserted lazily in the transaction that first needs them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.storage.postgres.schema import ADMIN_ROLE, SERVICE_ROLE
+
+#: The UUIDv5 namespace of tenant and user ids.
+ENGRAM_UUID_NAMESPACE = uuid.UUID("5c1d8a52-7f8e-4c8e-9a57-3d3f0e6a2b10")
+
+
+def tenant_uuid(tenant: str) -> uuid.UUID:
+    """The id of the tenant replica named ``tenant``."""
+    return uuid.uuid5(ENGRAM_UUID_NAMESPACE, f"tenant:{tenant}")
+
+
+def user_uuid(tenant: str, user: str) -> uuid.UUID | None:
+    """The id of the user replica ``user`` of ``tenant`` (``None`` for no user)."""
+    return uuid.uuid5(ENGRAM_UUID_NAMESPACE, f"user:{tenant}:{user}") if user else None
+
+
+@dataclass(frozen=True)
+class Context:
+    """The role a transaction runs as, and the tenant and user row-level security admits.
+
+    A ``tenant`` of ``None`` with the service role admits no rows at all; the admin role
+    admits every row and is only used for work that spans tenants by design.
+    """
+
+    role: str
+    tenant: str | None = None
+    user: str | None = None
+
+    def settings(self) -> tuple[str, str]:
+        """Values of ``app.current_tenant`` and ``app.current_user`` (empty: unset)."""
+        if self.tenant is None:
+            return "", ""
+        user = user_uuid(self.tenant, self.user or "")
+        return str(tenant_uuid(self.tenant)), "" if user is None else str(user)
+
+
+ADMIN = Context(ADMIN_ROLE)
+NOBODY = Context(SERVICE_ROLE)
+
+
+def context_for(scopes: Iterable[Scope | ScopeFilter | None]) -> Context:
+    """The narrowest context covering ``scopes``: one tenant (and its user, when every scope
+    names the same one) as the service role; several tenants, or an unscoped (``None``) call,
+    as the admin role."""
+    tenants: set[str] = set()
+    users: set[str] = set()
+    seen = False
+    for item in scopes:
+        seen = True
+        if item is None:
+            return ADMIN
+        if isinstance(item, ScopeFilter):
+            tenants.add(item.scope.tenant)
+            users.add((item.scope.user or "") if "user" in item.levels else "")
+        else:
+            tenants.add(item.tenant)
+            users.add(item.user or "")
+    if not seen:
+        return NOBODY
+    if len(tenants) != 1:
+        return ADMIN
+    (tenant,) = tenants
+    user = next(iter(users)) if len(users) == 1 else ""
+    return Context(SERVICE_ROLE, tenant, user or None)
