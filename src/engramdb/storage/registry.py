@@ -67,4 +67,17 @@ async def _open_sqlite(path: str, options: dict[str, Any]) -> Backend:
     return await SqliteBackend.open(path, **options)
 
 
+async def _open_postgres(url: str, options: dict[str, Any]) -> Backend:
+    try:
+        from engramdb.storage.postgres import PostgresBackend
+    except ImportError as exc:  # psycopg is an optional dependency
+        raise UnsupportedTargetError(
+            "PostgreSQL targets need the postgres extra: pip install 'engramdb[postgres]'",
+            target=url,
+        ) from exc
+    # libpq knows postgresql:// and postgres://, not SQLAlchemy's postgresql+driver://.
+    return await PostgresBackend.open("postgresql://" + url.split("://", 1)[1], **options)
+
+
 register_backend("sqlite", _open_sqlite)
+register_backend("postgresql", _open_postgres)
