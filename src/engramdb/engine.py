@@ -44,6 +44,7 @@ from engramdb.providers.event_sourced import (
     expire_records,
     rebuild_namespace,
 )
+from engramdb.providers.graph import GraphCache, GraphMemoryProvider, rebuild_graph
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
@@ -106,9 +107,9 @@ class RebuildReport:
 
 class ScopedMemory:
     """The memory of one scope: the memory types (``working``, ``episodic``, ``semantic``,
-    ``procedural``, ``conversation``), the providers beneath them, and the manager over the
-    providers (``working_provider`` is the in-process tier 1, ``persistent`` the key/value
-    store)."""
+    ``procedural``, ``conversation``), the providers beneath them, graph memory (``graph``),
+    and the manager over the providers (``working_provider`` is the in-process tier 1,
+    ``persistent`` the key/value store)."""
 
     def __init__(self, engine: Engine, scope: Scope) -> None:
         self.engine = engine
@@ -130,8 +131,17 @@ class ScopedMemory:
         self.redaction = engine.config.redaction
         for plugin in self.types():
             plugin.llm = engine.llm
+        self.graph = GraphMemoryProvider(
+            engine.backend,
+            scope,
+            indexer=engine.indexer,
+            graphs=engine.graphs,
+            producer=engine.producer,
+            max_value_bytes=engine.config.max_value_bytes,
+            llm=engine.llm,
+        )
         self.manager = MemoryManager(
-            [self.working_provider, *providers.values()],
+            [self.working_provider, *providers.values(), self.graph],
             registry=engine.registry,
             session=scope.session,
             recall_timeout_s=engine.config.recall_timeout_s,
@@ -203,6 +213,7 @@ class Engine:
         self.specs = (*self.config.projections(), *RESOURCE_SPECS)
         self.indexer = Indexer(backend, _embedder(self.config.embedder), self.config.search)
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
+        self.graphs = GraphCache(backend)
 
     @property
     def events(self) -> EventStore:
@@ -263,6 +274,8 @@ class Engine:
             spec.namespace: await rebuild_namespace(self.backend, spec, progress=progress)
             for spec in self.specs
         }
+        stored.update(await rebuild_graph(self.backend, progress=progress))
+        self.graphs.drop()
         self.indexer.forget_all()
         return RebuildReport(stored, events, time.perf_counter() - started)
 

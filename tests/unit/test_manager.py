@@ -43,6 +43,7 @@ BUILT_IN = (
     "procedural",
     "conversation",
     "workspace",
+    "graph",
 )
 
 
