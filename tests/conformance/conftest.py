@@ -18,6 +18,7 @@ from engramdb.core.types import MemoryTier
 from engramdb.index.embedder import Embedder
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.event_sourced import EventSourcedProvider
+from engramdb.providers.graph import GraphCache, GraphMemoryProvider
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.working import WorkingMemoryProvider, WorkingStore
@@ -74,6 +75,7 @@ KITS = (
     "working",
     *(f"event_sourced-{name}" for name in sorted(BACKENDS)),
     *(f"indexed-{name}" for name in sorted(BACKENDS)),
+    *(f"graph-{name}" for name in sorted(BACKENDS)),
 )
 
 
@@ -92,6 +94,18 @@ async def kit(
         return
     name, backend_name = request.param.split("-", 1)
     opened = await BACKENDS[backend_name](tmp_path)
+    if name == "graph":
+        # Graph memory is also a key/value provider; entities are its own content type.
+        graphs = GraphCache(opened)
+
+        def graph(scope: Scope) -> MemoryProvider:
+            return GraphMemoryProvider(opened, scope, graphs=graphs)
+
+        try:
+            yield ProviderKit(name, graph(SCOPE), True, graph)
+        finally:
+            await opened.close()
+        return
     # The indexed provider embeds every write and searches BM25 and vectors together.
     indexer = Indexer(opened, embedder if name == "indexed" else None)
     spec = ProjectionSpec(name, vectors=name == "indexed")
