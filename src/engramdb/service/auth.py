@@ -22,7 +22,7 @@ import jwt
 from fastapi import Depends, Header, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from engramdb.core.errors import AuthenticationError, PermissionDeniedError
+from engramdb.core.errors import AuthenticationError, InvalidScopeError, PermissionDeniedError
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.orchestrator.tenancy import KEY_PREFIX, Role
@@ -104,7 +104,10 @@ def _decode_jwt(token: str, settings: ServiceSettings) -> Principal:
         raise AuthenticationError("the token's subject must be a string")
     if role not in _ROLES:
         raise AuthenticationError(f"the token's role must be one of {sorted(_ROLES)}")
-    Scope(tenant=tenant, user=user)  # claims become scope fields: they must be valid ones
+    try:
+        Scope(tenant=tenant, user=user)  # claims become scope fields: they must be valid ones
+    except InvalidScopeError as exc:
+        raise AuthenticationError(f"the token's claims are not valid: {exc.message}") from exc
     return Principal(tenant, user, "reader" if role == "reader" else "writer", "jwt")
 
 

@@ -27,6 +27,7 @@ HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY = 255
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_SCOPE_HEADERS = ("x-user-id", "x-agent-id", "x-session-id")
 #: Answer headers worth keeping for the replay.
 _KEPT = ("location",)
 
@@ -59,7 +60,9 @@ class IdempotentRoute(APIRoute):
             principal = await authenticate(request)
             engine: Engine = request.app.state.engine
             store = engine.scope(tenant=principal.tenant).stored_responses
-            slot = _digest(principal.user or "", key)
+            # Keys are per caller: the credentials' user and the scope the request acts in.
+            acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]
+            slot = _digest(principal.user or "", *acting, key)
             fingerprint = _digest(
                 request.method, request.url.path, request.url.query, await request.body()
             )

@@ -1,0 +1,17 @@
+"""The async Python client of the Engram REST service.
+
+``MemoryClient`` has one method per endpoint, returning the service's typed models and
+raising the engine's typed errors; ``WorkflowState`` wraps a plan's working memory.
+
+Example::
+
+    async with MemoryClient("http://127.0.0.1:8000", api_key=key) as memory:
+        await memory.store_knowledge("Error 402 means insufficient funds.")
+        facts = await memory.search_knowledge("what does 402 mean?")
+"""
+
+from engramdb.client.client import MemoryClient
+from engramdb.client.errors import ServiceUnavailableError
+from engramdb.client.workflow import WorkflowState
+
+__all__ = ["MemoryClient", "ServiceUnavailableError", "WorkflowState"]

@@ -1,0 +1,470 @@
+"""``MemoryClient``: the async Python client of the REST service, one method per endpoint,
+typed results (the service's own models) and typed errors (the engine's error tree).
+
+Every write is sent with a fresh ``Idempotency-Key``, so the client retries a write whose
+answer was lost (a dropped connection, a 503) without writing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
+from engramdb.core.errors import NotFoundError
+from engramdb.core.intent import MemoryItem
+from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
+from engramdb.orchestrator.plans import Plan
+from engramdb.orchestrator.sessions import Session
+from engramdb.orchestrator.tasks import TaskContext
+from engramdb.service.models import (
+    Cleared,
+    Deleted,
+    EventPage,
+    Health,
+    Items,
+    Page,
+    PlanState,
+    RecallOut,
+    StateOut,
+    WriteResult,
+)
+
+M = TypeVar("M", bound=BaseModel)
+Role = Literal["user", "assistant", "system", "tool"]
+_RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The keyword arguments that were given (``None`` means "leave as it is")."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+class MemoryClient:
+    """Async client of one Engram service for one identity.
+
+    Args:
+        base_url: where the service listens, e.g. ``http://127.0.0.1:8000``.
+        api_key: an API key (``ek_…``), or
+        token: a JWT; neither in local mode.
+        tenant_id, user_id, agent_id, session_id: the scope headers sent with every request
+            (the tenant must match the credentials; the user defaults to theirs).
+        retries: how many times a request is repeated after a transport failure or a 502-504.
+        transport: an httpx transport (an ``ASGITransport`` serves an app in process).
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        token: str | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {
+            name: value
+            for name, value in (
+                ("X-Tenant-ID", tenant_id),
+                ("X-User-ID", user_id),
+                ("X-Agent-ID", agent_id),
+                ("X-Session-ID", session_id),
+                ("Authorization", f"Bearer {api_key or token}" if api_key or token else None),
+            )
+            if value is not None
+        }
+        self.retries = retries
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> MemoryClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- transport ---------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> httpx.Response:
+        """Send one request and return the successful answer, retrying lost writes under one
+        idempotency key (a fresh one unless given).
+
+        Raises:
+            EngramError: the typed error of an error answer.
+            ServiceUnavailableError: the service could not be reached.
+        """
+        headers = {}
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        for attempt in range(self.retries + 1):
+            try:
+                response = await self._http.request(
+                    method, path, json=json, params=query, headers=headers
+                )
+            except httpx.TransportError as exc:
+                if attempt == self.retries:
+                    raise ServiceUnavailableError(
+                        f"{method} {path}: {type(exc).__name__}: {exc}", retryable=True
+                    ) from exc
+            else:
+                if response.status_code not in _RETRY_STATUSES or attempt == self.retries:
+                    raise_for_answer(response)
+                    return response
+            await asyncio.sleep(0.1 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
+        response = await self.request(method, path, **kwargs)
+        return model.model_validate(response.json())
+
+    async def health(self) -> Health:
+        """Whether the service is up and its database answers."""
+        return await self._call(Health, "GET", "/healthz")
+
+    # -- semantic ----------------------------------------------------------------------------
+
+    async def store_knowledge(
+        self,
+        content: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        key: str | None = None,
+        user_id: str | None = None,
+        public: bool = False,
+        importance: float = 0.5,
+    ) -> WriteResult:
+        """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``."""
+        body = _given(content=content, metadata=metadata, key=key, user_id=user_id)
+        body |= {"public": public, "importance": importance}
+        return await self._call(WriteResult, "POST", "/v1/memory/semantic", json=body)
+
+    async def upsert_knowledge(
+        self,
+        content: str,
+        *,
+        dedupe_threshold: float = 0.95,
+        metadata: dict[str, Any] | None = None,
+        user_id: str | None = None,
+        public: bool = False,
+    ) -> WriteResult:
+        """Store a fact, or update a near-identical stored one (``status`` says which)."""
+        body = _given(content=content, metadata=metadata, user_id=user_id)
+        body |= {"public": public, "dedupe_threshold": dedupe_threshold}
+        return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
+
+    async def search_knowledge(
+        self, query: str, *, limit: int = 10, user_id: str | None = None
+    ) -> list[MemoryItem]:
+        """Facts relevant to ``query``: the user's private ones and the public ones."""
+        params = {"q": query, "limit": limit, "user_id": user_id}
+        found = await self._call(Items, "GET", "/v1/memory/semantic/search", params=params)
+        return found.items
+
+    # -- episodic ----------------------------------------------------------------------------
+
+    async def log_interaction(
+        self,
+        role: Role,
+        content: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        occurred_at: datetime | None = None,
+        speaker: str | None = None,
+        importance: float = 0.5,
+        tags: list[str] | None = None,
+    ) -> WriteResult:
+        """Append one interaction to the episodic log."""
+        body = _given(
+            role=role,
+            content=content,
+            metadata=metadata,
+            occurred_at=occurred_at.isoformat() if occurred_at else None,
+            speaker=speaker,
+            tags=tags,
+        )
+        body["importance"] = importance
+        return await self._call(WriteResult, "POST", "/v1/memory/episodic", json=body)
+
+    async def get_recent_history(self, limit: int = 20) -> list[MemoryItem]:
+        """The latest interactions, newest first."""
+        params = {"limit": limit}
+        return (await self._call(Items, "GET", "/v1/memory/episodic/recent", params=params)).items
+
+    async def search_interactions(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[MemoryItem]:
+        """Interactions relevant to ``query``, best first."""
+        params = {
+            "q": query,
+            "limit": limit,
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+        }
+        return (await self._call(Items, "GET", "/v1/memory/episodic/search", params=params)).items
+
+    # -- procedural --------------------------------------------------------------------------
+
+    async def add_procedure(
+        self,
+        content: str,
+        *,
+        procedure_type: Literal["system_prompt", "few_shot_example"] = "system_prompt",
+        trigger: str | None = None,
+        key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        importance: float = 0.5,
+    ) -> WriteResult:
+        """Store a rule or example with its trigger."""
+        body = _given(content=content, trigger=trigger, key=key, metadata=metadata)
+        body |= {"procedure_type": procedure_type, "importance": importance}
+        return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
+
+    async def get_relevant_skills(self, query: str, *, limit: int = 10) -> list[MemoryItem]:
+        """Rules and examples for ``query``: fired triggers first, then by meaning."""
+        params = {"q": query, "limit": limit}
+        found = await self._call(Items, "GET", "/v1/memory/procedural/context", params=params)
+        return found.items
+
+    # -- working memory ----------------------------------------------------------------------
+
+    async def set_plan_state(self, plan_id: str, key: str, value: Any) -> StateOut:
+        """Set ``key`` of the plan's shared state."""
+        path = f"/v1/memory/working/{plan_id}/{key}"
+        return await self._call(StateOut, "PUT", path, json={"value": value})
+
+    async def get_plan_state(self, plan_id: str, key: str) -> StateOut:
+        """``key`` of the plan's shared state. Raises ``NotFoundError`` if unset."""
+        return await self._call(StateOut, "GET", f"/v1/memory/working/{plan_id}/{key}")
+
+    async def get_all_plan_state(self, plan_id: str) -> dict[str, Any]:
+        """Every key of the plan's shared state."""
+        return (await self._call(PlanState, "GET", f"/v1/memory/working/{plan_id}")).state
+
+    async def delete_plan_state(self, plan_id: str, key: str | None = None) -> int:
+        """Delete ``key`` of the plan's state (or, without ``key``, all of it); returns how
+        many keys went."""
+        if key is None:
+            return (await self._call(Cleared, "DELETE", f"/v1/memory/working/{plan_id}")).deleted
+        path = f"/v1/memory/working/{plan_id}/{key}"
+        return int((await self._call(Deleted, "DELETE", path)).deleted)
+
+    # -- task context ------------------------------------------------------------------------
+
+    async def store_task_context(
+        self,
+        task_id: str,
+        event_type: str,
+        *,
+        plan_id: str | None = None,
+        response_event: str | None = None,
+        response_topic: str | None = None,
+        data: dict[str, Any] | None = None,
+        sub_tasks: list[str] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> TaskContext:
+        """Store a new task context. Raises ``ConflictError`` if the id is taken."""
+        body = _given(
+            task_id=task_id,
+            event_type=event_type,
+            plan_id=plan_id,
+            response_event=response_event,
+            response_topic=response_topic,
+            data=data,
+            sub_tasks=sub_tasks,
+            state=state,
+        )
+        return await self._call(TaskContext, "POST", "/v1/memory/task-context", json=body)
+
+    async def get_task_context(self, task_id: str) -> TaskContext:
+        """The task context ``task_id``. Raises ``NotFoundError``."""
+        return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{task_id}")
+
+    async def update_task_context(self, task_id: str, **changes: Any) -> TaskContext:
+        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context."""
+        path = f"/v1/memory/task-context/{task_id}"
+        return await self._call(TaskContext, "PUT", path, json=changes)
+
+    async def get_task_by_subtask(self, subtask_id: str) -> TaskContext:
+        """The task context listing ``subtask_id``. Raises ``NotFoundError``."""
+        path = f"/v1/memory/task-context/by-subtask/{subtask_id}"
+        return await self._call(TaskContext, "GET", path)
+
+    async def find_parent_task(self, subtask_id: str) -> TaskContext | None:
+        """The task context listing ``subtask_id``, or ``None``."""
+        try:
+            return await self.get_task_by_subtask(subtask_id)
+        except NotFoundError:
+            return None
+
+    async def add_sub_task(self, task_id: str, subtask_id: str) -> TaskContext:
+        """Add ``subtask_id`` to a task context's sub-tasks (once)."""
+        task = await self.get_task_context(task_id)
+        if subtask_id in task.sub_tasks:
+            return task
+        return await self.update_task_context(task_id, sub_tasks=[*task.sub_tasks, subtask_id])
+
+    async def list_task_contexts(
+        self, *, plan_id: str | None = None, limit: int = 50, offset: int = 0
+    ) -> Page[TaskContext]:
+        """Task contexts by id (of ``plan_id`` only, if given)."""
+        params = {"plan_id": plan_id, "limit": limit, "offset": offset}
+        return await self._call(Page[TaskContext], "GET", "/v1/memory/task-context", params=params)
+
+    async def delete_task_context(self, task_id: str) -> None:
+        """Delete a task context. Raises ``NotFoundError``."""
+        await self.request("DELETE", f"/v1/memory/task-context/{task_id}")
+
+    # -- plans -------------------------------------------------------------------------------
+
+    async def create_plan(
+        self,
+        plan_id: str,
+        goal_event: str,
+        *,
+        goal_data: dict[str, Any] | None = None,
+        status: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> Plan:
+        """Create a plan of the caller's user. Raises ``ConflictError`` if the id is taken."""
+        body = _given(
+            plan_id=plan_id, goal_event=goal_event, goal_data=goal_data, status=status, state=state
+        )
+        return await self._call(Plan, "POST", "/v1/memory/plans", json=body)
+
+    async def list_plans(
+        self, *, status: str | None = None, limit: int = 50, offset: int = 0
+    ) -> Page[Plan]:
+        """The caller's plans by id (with ``status`` only, if given)."""
+        params = {"status": status, "limit": limit, "offset": offset}
+        return await self._call(Page[Plan], "GET", "/v1/memory/plans", params=params)
+
+    async def get_plan(self, plan_id: str) -> Plan:
+        """The plan ``plan_id``. Raises ``NotFoundError``."""
+        return await self._call(Plan, "GET", f"/v1/memory/plans/{plan_id}")
+
+    async def update_plan(self, plan_id: str, **changes: Any) -> Plan:
+        """Replace the given fields (``status``, ``state``, …) of a plan."""
+        return await self._call(Plan, "PUT", f"/v1/memory/plans/{plan_id}", json=changes)
+
+    async def delete_plan(self, plan_id: str) -> None:
+        """Delete a plan. Raises ``NotFoundError``."""
+        await self.request("DELETE", f"/v1/memory/plans/{plan_id}")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Session:
+        """Create a session of the caller's user."""
+        body = _given(session_id=session_id, agent_id=agent_id, metadata=metadata)
+        return await self._call(Session, "POST", "/v1/memory/sessions", json=body)
+
+    async def list_sessions(
+        self, *, agent_id: str | None = None, limit: int = 50, offset: int = 0
+    ) -> Page[Session]:
+        """The caller's sessions by id (with ``agent_id`` only, if given)."""
+        params = {"agent_id": agent_id, "limit": limit, "offset": offset}
+        return await self._call(Page[Session], "GET", "/v1/memory/sessions", params=params)
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session ``session_id``. Raises ``NotFoundError``."""
+        return await self._call(Session, "GET", f"/v1/memory/sessions/{session_id}")
+
+    async def update_session(self, session_id: str, **changes: Any) -> Session:
+        """Replace the given fields of a session (and mark it used now)."""
+        path = f"/v1/memory/sessions/{session_id}"
+        return await self._call(Session, "PUT", path, json=changes)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session. Raises ``NotFoundError``."""
+        await self.request("DELETE", f"/v1/memory/sessions/{session_id}")
+
+    # -- entries, recall, events -------------------------------------------------------------
+
+    async def store(
+        self,
+        key: str,
+        value: Any,
+        *,
+        content_type: str = "fact",
+        metadata: dict[str, Any] | None = None,
+        ttl_ms: int | None = None,
+    ) -> MemoryEntry:
+        """Store ``value`` under ``key`` in persistent memory."""
+        body = _given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
+        body["content_type"] = content_type
+        return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
+
+    async def read(self, key: str) -> MemoryEntry | None:
+        """The entry under ``key``, or ``None``."""
+        try:
+            return await self._call(MemoryEntry, "GET", f"/v1/memory/entries/{key}")
+        except NotFoundError:
+            return None
+
+    async def list_entries(
+        self, *, prefix: str | None = None, limit: int = 100, offset: int = 0
+    ) -> Page[MemoryEntry]:
+        """Live entries by key (starting with ``prefix`` only, if given)."""
+        params = {"prefix": prefix, "limit": limit, "offset": offset}
+        return await self._call(Page[MemoryEntry], "GET", "/v1/memory/entries", params=params)
+
+    async def delete(self, key: str) -> bool:
+        """Delete the entry under ``key``; ``False`` if there was none."""
+        try:
+            await self.request("DELETE", f"/v1/memory/entries/{key}")
+        except NotFoundError:
+            return False
+        return True
+
+    async def recall(self, query: str | RecallQuery, *, limit: int = 10) -> list[RecallResult]:
+        """Memories across every provider matching ``query``, merged by relevance."""
+        chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
+        body = chosen.model_dump(mode="json", exclude_none=True)
+        return (await self._call(RecallOut, "POST", "/v1/memory/recall", json=body)).results
+
+    async def events(
+        self, *, after: int = 0, limit: int = 100, event_types: list[str] | None = None
+    ) -> EventPage:
+        """Events of the caller's tenant (or user) in log order after position ``after``."""
+        params = {"after": after, "limit": limit, "event_type": event_types}
+        return await self._call(EventPage, "GET", "/v1/events", params=params)

@@ -1,0 +1,137 @@
+"""Fixtures of the service tests: the app in process (httpx's ASGI transport) over a real
+engine, and a real ``engram serve`` process on a free loopback port with a temporary SQLite
+file, with a tenant and API keys issued before it starts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+import engramdb
+from engramdb.client import MemoryClient
+from engramdb.engine import Engine, EngineConfig
+from engramdb.service.app import create_app
+from engramdb.service.settings import ServiceSettings
+
+JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
+LIVE_TENANT = "acme"
+
+#: Builds a client of an in-process app: settings of the app, then client keywords.
+ClientFactory = Callable[..., MemoryClient]
+
+
+@pytest.fixture
+async def local_client(engine: Engine) -> AsyncIterator[MemoryClient]:
+    """A client of the app in local mode, in process."""
+    app = create_app(ServiceSettings(), engine=engine)
+    async with MemoryClient("http://service", transport=httpx.ASGITransport(app=app)) as client:
+        yield client
+
+
+@pytest.fixture
+async def production(engine: Engine) -> AsyncIterator[ClientFactory]:
+    """Clients of one production-mode app in process: ``production(api_key=…)``."""
+    app = create_app(ServiceSettings(auth="production", jwt_secret=JWT_SECRET), engine=engine)
+    made: list[MemoryClient] = []
+
+    def factory(
+        *,
+        api_key: str | None = None,
+        token: str | None = None,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+    ) -> MemoryClient:
+        client = MemoryClient(
+            "http://service",
+            transport=httpx.ASGITransport(app=app),
+            api_key=api_key,
+            token=token,
+            tenant_id=tenant_id,
+            user_id=user_id,
+        )
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        await client.aclose()
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    """A running ``engram serve`` and the API keys issued for it."""
+
+    url: str
+    db: Path
+    alice: str  # writer key bound to user alice
+    bob: str  # writer key bound to user bob
+    reader: str  # reader key bound to alice
+    service: str  # writer key of the whole tenant
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def _issue_keys(db: Path) -> tuple[str, str, str, str]:
+    async with engramdb.open(db, config=EngineConfig(embedder=None)) as engine:
+        tenancy = engine.tenancy
+        await tenancy.create_tenant(LIVE_TENANT, "Acme")
+        for user in ("alice", "bob"):
+            await tenancy.create_user(LIVE_TENANT, user)
+        alice = (await tenancy.create_key(LIVE_TENANT, user_id="alice"))[1]
+        bob = (await tenancy.create_key(LIVE_TENANT, user_id="bob"))[1]
+        reader = (await tenancy.create_key(LIVE_TENANT, user_id="alice", role="reader"))[1]
+        service = (await tenancy.create_key(LIVE_TENANT))[1]
+        return alice, bob, reader, service
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """``engram serve`` in production mode on a temporary SQLite file."""
+    db = tmp_path_factory.mktemp("live") / "engram.db"
+    keys = asyncio.run(_issue_keys(db))
+    port = _free_port()
+    log = (db.parent / "serve.log").open("wb")
+    env = {**os.environ, "ENGRAM_JWT_SECRET": JWT_SECRET, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "engramdb.cli", "--db", str(db), "serve"),
+            *("--host", "127.0.0.1", "--port", str(port), "--auth", "production"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"engram serve exited: {(db.parent / 'serve.log').read_text()}")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("engram serve did not start within 120 s")
+            time.sleep(0.2)
+        yield LiveServer(url, db, *keys)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()

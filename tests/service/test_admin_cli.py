@@ -1,0 +1,94 @@
+"""``engram admin`` through typer's CliRunner on a real SQLite file, and ``engram serve``'s
+refusals of bad options."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import engramdb
+from engramdb.cli.app import app
+from engramdb.engine import EngineConfig
+
+
+@pytest.fixture
+def cli() -> CliRunner:
+    return CliRunner(env={"COLUMNS": "200"})
+
+
+def invoke(cli: CliRunner, db: Path, *args: str) -> str:
+    result = cli.invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_tenant_user_key_lifecycle(cli: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "admin.db"
+    assert "created tenant acme" in invoke(cli, db, "admin", "tenant", "create", "acme")
+    invoke(cli, db, "admin", "tenant", "create", "globex", "--name", "Globex")
+    listed = json.loads(invoke(cli, db, "--json", "admin", "tenant", "list"))
+    assert [(t["tenant_id"], t["name"]) for t in listed] == [("acme", ""), ("globex", "Globex")]
+    assert "acme" in invoke(cli, db, "admin", "tenant", "list")
+    assert "created user alice" in invoke(cli, db, "admin", "user", "create", "acme", "alice")
+    made = json.loads(
+        invoke(cli, db, "--json", "admin", "key", "create", "acme", "--user", "alice")
+    )
+    assert made["api_key"].startswith(f"ek_{made['key_id']}_")
+
+    async def verify() -> str | None:
+        async with engramdb.open(db, config=EngineConfig(embedder=None)) as engine:
+            return (await engine.tenancy.verify_key(made["api_key"])).user_id
+
+    assert asyncio.run(verify()) == "alice"
+    assert "shown once" in invoke(cli, db, "admin", "key", "create", "acme", "--role", "reader")
+    assert "revoked" in invoke(cli, db, "admin", "key", "revoke", made["key_id"])
+    gone = json.loads(invoke(cli, db, "--json", "admin", "tenant", "delete", "acme", "--yes"))
+    assert gone["records_deleted"] >= 4
+    assert "acme" not in invoke(cli, db, "admin", "tenant", "list")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["admin", "tenant", "create", "acme"], "already exists"),
+        (["admin", "user", "create", "nope", "alice"], "no tenant 'nope'"),
+        (["admin", "key", "create", "acme", "--role", "owner"], "--role must be"),
+        (["admin", "key", "revoke", "000000000000"], "no API key"),
+        (["admin", "tenant", "delete", "nope", "--yes"], "no tenant 'nope'"),
+    ],
+)
+def test_admin_usage_errors_exit_2(
+    cli: CliRunner, tmp_path: Path, args: list[str], message: str
+) -> None:
+    db = tmp_path / "admin.db"
+    invoke(cli, db, "admin", "tenant", "create", "acme")
+    result = cli.invoke(app, ["--db", str(db), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_tenant_delete_asks_first(cli: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "admin.db"
+    invoke(cli, db, "admin", "tenant", "create", "acme")
+    result = cli.invoke(app, ["--db", str(db), "admin", "tenant", "delete", "acme"], input="n\n")
+    assert result.exit_code == 1
+    assert "acme" in invoke(cli, db, "admin", "tenant", "list")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--auth", "open"], "--auth must be"),
+        (["--auth", "production", "--jwt-secret", "short"], "at least 32"),
+    ],
+)
+def test_serve_refuses_bad_options(
+    cli: CliRunner, tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = cli.invoke(app, ["--db", str(tmp_path / "s.db"), "serve", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr

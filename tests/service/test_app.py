@@ -1,0 +1,280 @@
+"""The app in process: bad input is a typed 4xx with nothing written, never a 500; size
+limits; idempotency; the OpenAPI schema documents every operation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from engramdb.core.errors import ConflictError, EngramError, StorageError
+from engramdb.engine import Engine
+from engramdb.service.app import create_app
+from engramdb.service.errors import status_of
+from engramdb.service.settings import ServiceSettings
+
+
+@pytest.fixture
+def app(engine: Engine) -> FastAPI:
+    return create_app(ServiceSettings(max_body_bytes=4096), engine=engine)
+
+
+@pytest.fixture
+async def http(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://service"
+    ) as client:
+        yield client
+
+
+BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
+    ("POST", "/v1/memory/semantic", {"content": ""}, 422, "validation_error"),
+    ("POST", "/v1/memory/semantic", {"content": "x", "extra": 1}, 422, "validation_error"),
+    ("POST", "/v1/memory/semantic", [1, 2], 422, "validation_error"),
+    (
+        "POST",
+        "/v1/memory/semantic/upsert",
+        {"content": "x", "dedupe_threshold": 0},
+        422,
+        "validation_error",
+    ),
+    ("POST", "/v1/memory/semantic", {"content": "x", "key": " padded "}, 422, "invalid_key"),
+    ("GET", "/v1/memory/semantic/search", None, 422, "validation_error"),
+    ("GET", "/v1/memory/semantic/search?q=x&limit=0", None, 422, "validation_error"),
+    ("POST", "/v1/memory/episodic", {"role": "narrator", "content": "x"}, 422, "validation_error"),
+    ("GET", "/v1/memory/episodic/search?q=x&since=yesterday", None, 422, "validation_error"),
+    (
+        "POST",
+        "/v1/memory/procedural",
+        {"content": "x", "trigger": "regex:("},
+        422,
+        "validation_error",
+    ),
+    ("PUT", "/v1/memory/working/p/k", {"value": None}, 422, "validation_error"),
+    ("PUT", "/v1/memory/working/p/k", {}, 422, "validation_error"),
+    ("GET", "/v1/memory/working/p/missing", None, 404, "not_found"),
+    ("POST", "/v1/memory/task-context", {"task_id": "t"}, 422, "validation_error"),
+    (
+        "POST",
+        "/v1/memory/task-context",
+        {"task_id": "t" * 101, "event_type": "e"},
+        422,
+        "validation_error",
+    ),
+    ("GET", "/v1/memory/task-context/nope", None, 404, "not_found"),
+    ("PUT", "/v1/memory/task-context/nope", {"state": {}}, 404, "not_found"),
+    ("GET", "/v1/memory/task-context/by-subtask/nope", None, 404, "not_found"),
+    ("GET", "/v1/memory/plans?limit=5000", None, 422, "validation_error"),
+    ("GET", "/v1/memory/plans/nope", None, 404, "not_found"),
+    ("DELETE", "/v1/memory/sessions/nope", None, 404, "not_found"),
+    ("POST", "/v1/memory/entries", {"key": "k", "value": None}, 422, "invalid_value"),
+    (
+        "POST",
+        "/v1/memory/entries",
+        {"key": "k", "value": 1, "content_type": "Not Ok"},
+        422,
+        "invalid_value",
+    ),
+    ("POST", "/v1/memory/entries", {"key": "k", "value": 1, "ttl_ms": 0}, 422, "validation_error"),
+    ("GET", "/v1/memory/entries/nope", None, 404, "not_found"),
+    ("DELETE", "/v1/memory/entries/nope", None, 404, "not_found"),
+    ("POST", "/v1/memory/recall", {"query": ""}, 422, "validation_error"),
+    ("POST", "/v1/memory/recall", {"query": "x", "limit": 0}, 422, "validation_error"),
+    ("GET", "/v1/events?after=-1", None, 422, "validation_error"),
+    ("GET", "/v1/nowhere", None, 404, "not_found"),
+    ("PATCH", "/v1/memory/plans/p", None, 405, "method_not_allowed"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "code"), BAD_REQUESTS)
+async def test_bad_input_is_a_typed_4xx_and_writes_nothing(
+    http: httpx.AsyncClient,
+    engine: Engine,
+    method: str,
+    path: str,
+    body: Any,
+    status: int,
+    code: str,
+) -> None:
+    before = await engine.events.count()
+    response = await http.request(method, path, json=body)
+    assert (response.status_code, response.json()["error"]) == (status, code), response.text
+    assert set(response.json()) == {"error", "message", "details"}
+    after = await engine.events.count()
+    # The local tenant is registered by the first request; nothing else is written.
+    assert after - before <= 1
+
+
+async def test_malformed_json_is_422(http: httpx.AsyncClient) -> None:
+    response = await http.post(
+        "/v1/memory/entries", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["error"] == "validation_error"
+
+
+async def test_taken_ids_are_409(http: httpx.AsyncClient) -> None:
+    body = {"plan_id": "p1", "goal_event": "goal"}
+    assert (await http.post("/v1/memory/plans", json=body)).status_code == 201
+    again = await http.post("/v1/memory/plans", json=body)
+    assert (again.status_code, again.json()["error"]) == (409, "conflict")
+
+
+async def test_declared_oversized_body_is_413(http: httpx.AsyncClient, engine: Engine) -> None:
+    before = await engine.events.count()
+    response = await http.post("/v1/memory/semantic", json={"content": "x" * 5000})
+    assert response.status_code == 413
+    assert response.json()["details"]["limit"] == 4096
+    assert await engine.events.count() == before
+
+
+async def test_streamed_oversized_body_is_413(http: httpx.AsyncClient) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"content": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}'
+
+    response = await http.post(
+        "/v1/memory/semantic", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+
+
+async def test_streamed_body_within_the_limit_is_served(http: httpx.AsyncClient) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"key": "k", '
+        yield b'"value": "v"}'
+
+    response = await http.post(
+        "/v1/memory/entries", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201
+
+
+async def test_idempotency_key_replays_and_refuses_reuse(
+    http: httpx.AsyncClient, engine: Engine
+) -> None:
+    headers = {"Idempotency-Key": "order-1"}
+    body = {"task_id": "t1", "event_type": "research.requested"}
+    first = await http.post("/v1/memory/task-context", json=body, headers=headers)
+    replay = await http.post("/v1/memory/task-context", json=body, headers=headers)
+    assert (first.status_code, replay.status_code) == (201, 201)
+    assert replay.json() == first.json()
+    assert replay.headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    reused = await http.post(
+        "/v1/memory/task-context", json={**body, "task_id": "t2"}, headers=headers
+    )
+    assert reused.status_code == 422
+    # Without the key the same request is a new one: the id is taken.
+    assert (await http.post("/v1/memory/task-context", json=body)).status_code == 409
+    bad = await http.post("/v1/memory/task-context", json=body, headers={"Idempotency-Key": ""})
+    assert bad.status_code == 422
+
+
+async def test_idempotency_keys_are_per_user(http: httpx.AsyncClient) -> None:
+    body = {"key": "k", "value": 1}
+    alice = await http.post(
+        "/v1/memory/entries", json=body, headers={"Idempotency-Key": "same", "X-User-ID": "alice"}
+    )
+    bob = await http.post(
+        "/v1/memory/entries", json=body, headers={"Idempotency-Key": "same", "X-User-ID": "bob"}
+    )
+    assert "Idempotent-Replayed" not in bob.headers
+    assert bob.json()["scope"]["user"] == "bob"
+    assert alice.json()["scope"]["user"] == "alice"
+
+
+async def test_a_retry_in_flight_is_409(app: FastAPI, http: httpx.AsyncClient) -> None:
+    # Hold the first request inside the handler while the retry arrives.
+    entered, release = asyncio.Event(), asyncio.Event()
+    engine: Engine = app.state.engine
+    persistent_write = type(engine.scope().persistent).write
+
+    async def slow_write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        await release.wait()
+        return await persistent_write(self, *args, **kwargs)
+
+    headers = {"Idempotency-Key": "slow"}
+    body = {"key": "k", "value": 1}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(engine.scope().persistent), "write", slow_write)
+        first = asyncio.create_task(http.post("/v1/memory/entries", json=body, headers=headers))
+        await entered.wait()
+        retry = await http.post("/v1/memory/entries", json=body, headers=headers)
+        release.set()
+        assert (await first).status_code == 201
+    assert (retry.status_code, retry.json()["error"]) == (409, "conflict")
+
+
+async def test_reads_ignore_idempotency_keys(http: httpx.AsyncClient) -> None:
+    response = await http.get("/v1/memory/plans", headers={"Idempotency-Key": "read"})
+    assert response.status_code == 200
+    assert "Idempotent-Replayed" not in response.headers
+
+
+def test_error_table() -> None:
+    assert status_of(ConflictError("x")) == 409
+    assert status_of(StorageError("x")) == 503
+    assert status_of(EngramError("x")) == 500
+
+
+async def test_health_and_local_tenant(http: httpx.AsyncClient, engine: Engine) -> None:
+    health = await http.get("/healthz")
+    assert health.json()["auth"] == "local"
+    await http.get("/v1/memory/plans")
+    tenant = await engine.tenancy.get_tenant(ServiceSettings().local_tenant)
+    assert tenant is not None
+    assert tenant.name == "Default Tenant"
+
+
+def test_openapi_documents_every_operation(app: FastAPI) -> None:
+    schema = app.openapi()
+    operations = [
+        (path, method, op) for path, item in schema["paths"].items() for method, op in item.items()
+    ]
+    assert len(operations) >= 35
+    for path, method, op in operations:
+        success = [code for code in op["responses"] if code.startswith("2")]
+        assert success, (path, method)
+        content = op["responses"][success[0]].get("content", {})
+        assert "application/json" in content, (path, method)
+        assert content["application/json"]["schema"], (path, method)
+        assert op.get("summary"), (path, method)
+        if path != "/healthz":
+            for code in ("401", "403", "422"):
+                assert code in op["responses"], (path, method, code)
+    paths = set(schema["paths"])
+    for expected in (
+        "/v1/memory/semantic",
+        "/v1/memory/semantic/upsert",
+        "/v1/memory/semantic/search",
+        "/v1/memory/episodic",
+        "/v1/memory/episodic/recent",
+        "/v1/memory/episodic/search",
+        "/v1/memory/procedural/context",
+        "/v1/memory/working/{plan_id}/{key}",
+        "/v1/memory/working/{plan_id}",
+        "/v1/memory/task-context",
+        "/v1/memory/task-context/{task_id}",
+        "/v1/memory/task-context/by-subtask/{subtask_id}",
+        "/v1/memory/plans",
+        "/v1/memory/plans/{plan_id}",
+        "/v1/memory/sessions",
+        "/v1/memory/sessions/{session_id}",
+        "/v1/memory/entries",
+        "/v1/memory/recall",
+        "/v1/events",
+    ):
+        assert expected in paths, expected
+
+
+def test_create_app_needs_one_source(engine: Engine) -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        create_app(engine=engine, db="x.db")
