@@ -15,8 +15,6 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from engramdb.storage.postgres.schema import TENANT_TABLES
-
 SERVER_URL = os.environ.get(
     "ENGRAM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -47,7 +45,10 @@ def empty_database() -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         migrated = conn.execute("SELECT to_regclass('engram_migrations') IS NOT NULL").fetchone()
         if migrated and migrated[0]:
-            conn.execute(f"TRUNCATE {', '.join(TENANT_TABLES)} RESTART IDENTITY CASCADE")
+            # Every row hangs off a tenant: one cascading DELETE empties the database, far
+            # faster than TRUNCATE on tables this small.
+            conn.execute("DELETE FROM tenants")
+            conn.execute("ALTER TABLE events ALTER COLUMN position RESTART")
             conn.execute("ALTER SEQUENCE engram_record_ids RESTART")
     return url
 

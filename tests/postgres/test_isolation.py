@@ -1,0 +1,164 @@
+"""Tenant isolation enforced by PostgreSQL itself: raw SQL as the service role, never through
+the backend's own query building."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from engramdb.core.errors import StorageError
+from engramdb.storage.postgres import PostgresBackend
+from engramdb.storage.postgres.connection import PostgresPool
+from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE, TENANT_TABLES
+from engramdb.storage.postgres.tenancy import ADMIN, Context, tenant_uuid, user_uuid
+from engramdb.storage.records import RecordQuery
+from tests.postgres.conftest import ACME_ALICE, GLOBEX, NAMESPACES
+
+ACME = tenant_uuid("acme")
+GLOBEX_ID = tenant_uuid("globex")
+
+
+@asynccontextmanager
+async def service(
+    url: str, tenant: str, user: str = ""
+) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A raw transaction as the service role with ``tenant`` (and ``user``) set, the way the
+    spec's middleware does it, but transaction-local."""
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL ROLE {SERVICE_ROLE}")
+        await conn.execute(
+            "SELECT set_config('app.current_tenant', %s, true), "
+            "set_config('app.current_user', %s, true)",
+            (str(tenant_uuid(tenant)), str(user_uuid(tenant, user) or "")),
+        )
+        yield conn
+
+
+def tenant_column(table: str) -> str:
+    return "id" if table == "tenants" else "tenant_uuid"
+
+
+@pytest.mark.usefixtures("populated")
+@pytest.mark.parametrize("table", TENANT_TABLES)
+async def test_select_star_sees_only_the_current_tenant(url: str, table: str) -> None:
+    async with service(url, "acme") as conn:
+        cursor = await conn.execute(f"SELECT {tenant_column(table)} FROM {table}")
+        owners = {row[0] for row in await cursor.fetchall()}
+    assert owners == {ACME}
+
+
+@pytest.mark.usefixtures("populated")
+@pytest.mark.parametrize("table", TENANT_TABLES)
+async def test_without_a_tenant_the_service_role_sees_nothing(url: str, table: str) -> None:
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL ROLE {SERVICE_ROLE}")
+        cursor = await conn.execute(f"SELECT count(*) FROM {table}")
+        assert await cursor.fetchone() == (0,)
+
+
+@pytest.mark.usefixtures("populated")
+@pytest.mark.parametrize("table", ["episodic_memory", "procedural_memory"])
+async def test_private_memory_is_private_to_the_user(url: str, table: str) -> None:
+    async with service(url, "acme", "alice") as conn:
+        cursor = await conn.execute(f"SELECT DISTINCT user_id FROM {table}")
+        assert await cursor.fetchall() == [("alice",)]
+    async with service(url, "acme", "alice") as conn:
+        cursor = await conn.execute("SELECT count(DISTINCT user_id) FROM semantic_memory")
+        assert await cursor.fetchone() == (2,), "semantic memory is shared across the tenant"
+
+
+@pytest.mark.usefixtures("populated")
+@pytest.mark.parametrize("table", RECORD_TABLES)
+async def test_a_cross_tenant_insert_is_rejected(url: str, table: str) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        async with service(url, "acme") as conn:
+            await conn.execute(
+                f"INSERT INTO {table} (tenant_uuid, namespace, tenant, user_id, agent, session, "
+                "plan, key, value, content_type, metadata, text, created_at) VALUES "
+                "(%s, 'ns', 'globex', '', '', '', '', 'planted', '1', 'fact', '{}', '', now())",
+                (GLOBEX_ID,),
+            )
+
+
+@pytest.mark.usefixtures("populated")
+async def test_rows_cannot_be_moved_to_another_tenant(url: str) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        async with service(url, "acme") as conn:
+            await conn.execute("UPDATE semantic_memory SET tenant_uuid = %s", (GLOBEX_ID,))
+    async with service(url, "acme") as conn:
+        cursor = await conn.execute("UPDATE semantic_memory SET text = 'x' WHERE tenant = 'globex'")
+        assert cursor.rowcount == 0
+
+
+@pytest.mark.usefixtures("populated")
+async def test_a_reused_pooled_connection_carries_nothing_into_the_next_request(url: str) -> None:
+    pool = PostgresPool(url, min_size=1, max_size=1)
+    await pool.open()
+    probe = (
+        "SELECT pg_backend_pid(), current_user, current_setting('app.current_tenant', true), "
+        "(SELECT count(*) FROM semantic_memory), (SELECT count(*) FROM semantic_memory "
+        "WHERE tenant = 'acme')"
+    )
+    try:
+        async with pool.transaction(Context(SERVICE_ROLE, "acme")) as conn:
+            pid, role, tenant, visible, acme = await (await conn.execute(probe)).fetchone() or ()
+            assert (role, tenant, visible, acme) == (SERVICE_ROLE, str(ACME), 4, 4)
+        with pytest.raises(RuntimeError):
+            async with pool.transaction(Context(SERVICE_ROLE, "acme")) as conn:
+                raise RuntimeError("a request that fails half way")
+        async with pool.transaction(Context(SERVICE_ROLE, "globex")) as conn:
+            row = await (await conn.execute(probe)).fetchone()
+            assert row == (pid, SERVICE_ROLE, str(GLOBEX_ID), 2, 0)
+        async with pool.owner() as conn:
+            cursor = await conn.execute(
+                "SELECT pg_backend_pid(), current_user = %s, "
+                "coalesce(current_setting('app.current_tenant', true), '')",
+                (SERVICE_ROLE,),
+            )
+            assert await cursor.fetchone() == (pid, False, "")
+    finally:
+        await pool.close()
+
+
+async def test_deleting_a_tenant_cascades_to_every_memory_and_event(
+    populated: PostgresBackend, url: str
+) -> None:
+    assert await populated.delete_tenant("acme") is True
+    assert await populated.delete_tenant("acme") is False
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL ROLE {ADMIN.role}")
+        for table in TENANT_TABLES:
+            cursor = await conn.execute(f"SELECT DISTINCT {tenant_column(table)} FROM {table}")
+            assert await cursor.fetchall() == [(GLOBEX_ID,)], table
+    for namespace in NAMESPACES:
+        assert await populated.count(RecordQuery(namespace, ACME_ALICE)) == 0
+        assert await populated.count(RecordQuery(namespace, GLOBEX)) == 1
+    assert {e.scope.tenant for e in await populated.events.read()} == {"globex"}
+
+
+async def test_a_service_only_login_cannot_reach_across_tenants(
+    populated: PostgresBackend, url: str
+) -> None:
+    login = "engram_test_service_login"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f"DROP ROLE IF EXISTS {login}")
+        await conn.execute(f"CREATE ROLE {login} LOGIN IN ROLE {SERVICE_ROLE}")
+    try:
+        limited = PostgresPool(url.replace("postgres@", f"{login}@"), max_size=1)
+        await limited.open()
+        try:
+            async with limited.transaction(Context(SERVICE_ROLE, "globex")) as conn:
+                cursor = await conn.execute("SELECT DISTINCT tenant FROM events")
+                assert await cursor.fetchall() == [("globex",)]
+            with pytest.raises(StorageError):
+                async with limited.transaction(ADMIN) as conn:
+                    await conn.execute("SELECT count(*) FROM events")
+        finally:
+            await limited.close()
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f"DROP ROLE {login}")

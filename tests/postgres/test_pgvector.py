@@ -1,0 +1,76 @@
+"""pgvector on the test server: the extension, the per-model HNSW indexes, cosine search."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import psycopg
+
+from engramdb.storage.postgres import PostgresBackend
+from engramdb.storage.postgres.vectors import hnsw_index_name
+from engramdb.storage.records import Put, RecordQuery
+from tests.postgres.conftest import ACME_ALICE, secret
+
+
+def as_bytes(*values: float) -> bytes:
+    return np.asarray(values, dtype="<f4").tobytes()
+
+
+async def test_create_extension_vector_works_and_is_at_least_0_8_0(url: str) -> None:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        cursor = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = await cursor.fetchone()
+    assert row is not None
+    assert tuple(int(part) for part in row[0].split(".")) >= (0, 8, 0)
+
+
+async def test_first_vector_of_a_model_creates_its_hnsw_index(
+    backend: PostgresBackend, url: str
+) -> None:
+    put = secret("semantic", ACME_ALICE)
+    await backend.commit([Put(put.record, vector=as_bytes(1, 0, 0), model="tiny-3d")], [])
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cursor = await conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            (hnsw_index_name("semantic_memory", "tiny-3d"),),
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    assert "hnsw" in row[0]
+    assert "vector(3)" in row[0]
+    assert "vector_cosine_ops" in row[0]
+
+
+async def test_vectors_round_trip_bit_for_bit(backend: PostgresBackend) -> None:
+    vector = np.random.default_rng(7).standard_normal(384).astype("<f4").tobytes()
+    put = secret("episodic", ACME_ALICE)
+    (stored,) = (await backend.commit([Put(put.record, vector=vector, model="m")], [])).stored
+    ids, blobs = await backend.search.vectors(RecordQuery("episodic", ACME_ALICE), "m")
+    assert (ids, blobs) == ([stored.id], [vector])
+    assert await backend.search.vectors(RecordQuery("episodic", ACME_ALICE), "other") == ([], [])
+
+
+async def test_nearest_ranks_by_cosine_similarity(backend: PostgresBackend) -> None:
+    base = secret("semantic", ACME_ALICE).record
+    rows = {"east": as_bytes(1, 0, 0), "north": as_bytes(0, 1, 0), "north-east": as_bytes(1, 1, 0)}
+    result = await backend.commit(
+        [Put(replace(base, key=key), vector=vector, model="3d") for key, vector in rows.items()],
+        [],
+    )
+    ids = {r.key: r.id for r in result.stored}
+    found = await backend.search.nearest(
+        RecordQuery("semantic", ACME_ALICE), "3d", as_bytes(1, 0.1, 0), 2
+    )
+    assert [i for i, _ in found] == [ids["east"], ids["north-east"]]
+    assert 1.0 >= found[0][1] > found[1][1] > 0.5
+
+
+async def test_a_put_without_a_vector_drops_the_old_one(backend: PostgresBackend) -> None:
+    put = secret("semantic", ACME_ALICE)
+    await backend.commit([put], [])
+    await backend.commit([Put(put.record)], [])
+    assert await backend.search.vectors(RecordQuery("semantic", ACME_ALICE), put.model) == ([], [])
+    unvectored = await backend.search.unvectored(RecordQuery("semantic", ACME_ALICE), put.model)
+    assert [r.key for r in unvectored] == ["secret"]
