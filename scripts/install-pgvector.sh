@@ -14,10 +14,12 @@ pg_config_bin=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
 before=$(dpkg-query -W -f='${Version}' "postgresql-$PG_MAJOR" 2>/dev/null || true)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-if ! installed "postgresql-server-dev-$PG_MAJOR" || ! installed dpkg-dev || ! installed make \
-   || ! installed gcc; then
+packages=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" dpkg-dev make gcc)
+missing=()
+for package in "${packages[@]}"; do installed "$package" || missing+=("$package"); done
+if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -qq
-  apt-get install -y -qq "postgresql-server-dev-$PG_MAJOR" dpkg-dev make gcc >/dev/null
+  apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 if [ ! -f "$("$pg_config_bin" --sharedir)/extension/vector.control" ]; then
