@@ -170,7 +170,7 @@ class GraphChanges:
                 return held
         if relation.relation_type in self.exclusive:
             for held in same_type:
-                if held.target_id == relation.target_id or held.expired_at is not None:
+                if held.target_id == relation.target_id:
                     continue
                 if held.invalid_at is not None and held.invalid_at <= start:
                     continue

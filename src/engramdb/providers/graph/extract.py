@@ -211,34 +211,40 @@ class LLMExtractor:
             return await self.fallback.extract(text, speaker=speaker)
 
 
+class UnusableAnswer(ValueError):
+    """A model's answer is not the JSON extraction asked for."""
+
+
 def parse_answer(answer: str) -> Extraction:
     """The extraction in a model's JSON answer (code fences allowed).
 
     Raises:
-        ValueError: the answer is not the JSON asked for.
+        UnusableAnswer: the answer is not the JSON asked for.
     """
     body = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-    data = json.loads(body)
-    if not isinstance(data, dict):
-        raise ValueError("the answer is not a JSON object")
-    types: dict[str, str] = {}
-    for item in data.get("entities", []):
-        types[str(item["name"]).strip()] = _type(item.get("type", "concept"))
-    facts = []
-    for item in data.get("relations", []):
-        source, target = str(item["source"]).strip(), str(item["target"]).strip()
-        if not source or not target:
-            raise ValueError("a relation without both ends")
-        facts.append(
-            Fact(
-                Mention(source, types.get(source, "concept")),
-                _type(item["type"]),
-                Mention(target, types.get(target, "concept")),
-            )
-        )
+    try:
+        data = json.loads(body)
+        types = {
+            str(item["name"]).strip(): _type(item.get("type", "concept"))
+            for item in data.get("entities", [])
+        }
+        facts = [_fact(item, types) for item in data.get("relations", [])]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise UnusableAnswer(f"the model's answer is not a graph extraction: {exc}") from exc
     extraction = Extraction.of(facts)
     named = [Mention(n, t) for n, t in types.items() if n]
     return Extraction(list(dict.fromkeys([*named, *extraction.entities])), facts)
+
+
+def _fact(item: dict[str, Any], types: dict[str, str]) -> Fact:
+    source, target = str(item["source"]).strip(), str(item["target"]).strip()
+    if not source or not target:
+        raise ValueError("a relation without both ends")
+    return Fact(
+        Mention(source, types.get(source, "concept")),
+        _type(item["type"]),
+        Mention(target, types.get(target, "concept")),
+    )
 
 
 def _type(value: object) -> str:

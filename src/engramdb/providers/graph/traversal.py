@@ -182,7 +182,7 @@ def all_paths(
     walk: Walk, start: str, target: str, max_depth: int, passable: EntityTest, limit: int
 ) -> list[list[str]]:
     """Every simple path from ``start`` to ``target`` of at most ``max_depth`` hops (at most
-    ``limit`` of them), shorter and lower-id paths first within each branch."""
+    ``limit`` of them), in depth-first order with neighbours by id."""
     found: list[list[str]] = []
     path = [start]
     on_path = {start}
@@ -191,6 +191,8 @@ def all_paths(
         if len(found) >= limit or len(path) > max_depth:
             return
         for other in walk.neighbours(node):
+            if len(found) >= limit:
+                return
             if other in on_path:
                 continue
             if other == target:

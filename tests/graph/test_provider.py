@@ -1,0 +1,226 @@
+"""Graph memory as the engine offers it (``mem.graph``): events written with every change,
+typed errors that write nothing, entity resolution and merges, scoping, search, snapshots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import engramdb
+from engramdb.core.errors import (
+    EngramError,
+    EntityNotFoundError,
+    RelationNotFoundError,
+    UsageError,
+    ValidationError,
+)
+from engramdb.core.types import RecallQuery
+from engramdb.engine import Engine, EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
+from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
+from engramdb.storage.backend import EventQuery
+from tests.graph.conftest import entity
+
+
+async def test_each_change_is_logged_with_its_event(
+    graph: GraphMemoryProvider, plain_engine: Engine
+) -> None:
+    after = await plain_engine.events.last_position()
+    alice = await graph.add_entity(engramdb.GraphEntity(name="Alice", entity_type="person"))
+    acme = await graph.add_entity(GraphEntity(name="Acme", entity_type="organization"))
+    relation = await graph.add_relation(alice.key, acme.key, "works_for", {"role": "cto"})
+    await graph.add_relation(acme.key, alice.key, "related_to")
+    assert await graph.delete(alice.key) is True
+    events = await plain_engine.events.read(EventQuery(after=after))
+    summary = [(e.event_type, e.payload.get("content_type"), e.provider_id) for e in events]
+    assert summary == [
+        ("memory.written", "entity", "graph"),
+        ("memory.written", "entity", "graph"),
+        ("memory.linked", None, "graph.relations"),
+        ("memory.linked", None, "graph.relations"),
+        ("memory.deleted", None, "graph.relations"),
+        ("memory.deleted", None, "graph.relations"),
+        ("memory.deleted", None, "graph"),
+    ]
+    linked = events[2].payload
+    assert (linked["source_key"], linked["target_key"], linked["relation"]) == (
+        alice.key,
+        acme.key,
+        "works_for",
+    )
+    assert linked["key"] == relation.relation_id
+    assert relation.source_event_id == events[2].event_id
+    # One transaction: the three deletions share a correlation id.
+    assert len({e.trace.correlation_id for e in events[4:]}) == 1
+    assert await graph.get_entity(alice.key) is None
+    assert await graph.get_relations(acme.key, "both", history=True) == []
+    assert await graph.read(alice.key) is None
+
+
+async def test_a_relation_to_a_missing_entity_is_a_typed_error_that_writes_nothing(
+    graph: GraphMemoryProvider, plain_engine: Engine
+) -> None:
+    await entity(graph, "alice")
+    before = await plain_engine.events.count()
+    with pytest.raises(EntityNotFoundError) as raised:
+        await graph.add_relation("alice", "nobody", "knows")
+    assert raised.value.details == {"entity_id": "nobody"}
+    assert isinstance(raised.value, UsageError)
+    assert raised.value.code == "entity_not_found"
+    with pytest.raises(EntityNotFoundError):
+        await graph.add_relation("nobody", "alice", "knows")
+    with pytest.raises(EntityNotFoundError):
+        await graph.merge_entities("alice", "nobody")
+    with pytest.raises(RelationNotFoundError):
+        await graph.delete_relation("rel-nothing")
+    with pytest.raises(ValidationError):
+        await graph.add_relation("alice", "alice", "Not A Type")
+    assert await plain_engine.events.count() == before
+    assert await graph.get_relations("alice", "both", history=True) == []
+    # Reads are forgiving.
+    assert await graph.get_entity("nobody") is None
+    assert await graph.get_relations("nobody") == []
+
+
+async def test_same_named_entities_of_one_type_merge(graph: GraphMemoryProvider) -> None:
+    first = await graph.add_entity(GraphEntity(name="Acme, Inc.", entity_type="organization"))
+    second = await graph.add_entity(
+        GraphEntity(name="acme inc", entity_type="organization", properties={"hq": "Lisbon"})
+    )
+    assert second.key == first.key
+    merged = await graph.get_entity(first.key)
+    assert merged is not None
+    assert merged.name == "Acme, Inc."
+    assert merged.aliases == ["acme inc"]
+    assert merged.properties == {"hq": "Lisbon"}
+    # Found by its alias too; another type is another entity.
+    third = await graph.add_entity(GraphEntity(name="ACME INC", entity_type="organization"))
+    assert third.key == first.key
+    band = await graph.add_entity(GraphEntity(name="Acme Inc", entity_type="band"))
+    assert band.key != first.key
+    found = await graph.find_entity("acme, inc", "organization")
+    assert found is not None
+    assert found.entity_id == first.key
+    unresolved = await graph.add_entity(
+        GraphEntity(name="Acme Inc", entity_type="organization"), resolve=False
+    )
+    assert unresolved.key != first.key
+
+
+async def test_same_as_merges_two_entities_and_moves_their_relations(
+    graph: GraphMemoryProvider,
+) -> None:
+    for name in ("bob", "robert", "acme", "carol"):
+        await entity(graph, name)
+    await graph.add_relation("robert", "acme", "works_for")
+    await graph.add_relation("carol", "robert", "knows")
+    await graph.add_relation("bob", "robert", "knows")  # would loop on bob: dropped
+    await graph.add_relation("bob", "robert", "same_as")
+    assert await graph.get_entity("robert") is None
+    bob = await graph.get_entity("bob")
+    assert bob is not None
+    assert bob.aliases == ["robert"]
+    out = [(r.relation_type, r.target_id) for r in await graph.get_relations("bob")]
+    assert out == [("works_for", "acme")]
+    incoming = [
+        (r.source_id, r.relation_type) for r in await graph.get_relations("bob", "incoming")
+    ]
+    assert incoming == [("carol", "knows")]
+
+
+async def test_graphs_are_scoped_and_outlive_the_session(plain_engine: Engine) -> None:
+    mine = plain_engine.scope(tenant="acme", user="alice", session="s-1").graph
+    await mine.add_entity(GraphEntity(entity_id="secret", name="Secret", entity_type="project"))
+    later = plain_engine.scope(tenant="acme", user="alice", session="s-2").graph
+    assert await later.get_entity("secret") is not None
+    for other in (
+        plain_engine.scope(tenant="globex", user="alice").graph,
+        plain_engine.scope(tenant="acme", user="bob").graph,
+    ):
+        assert await other.get_entity("secret") is None
+        assert await other.search_entities("secret") == []
+        with pytest.raises(EntityNotFoundError):
+            await other.add_relation("secret", "secret", "knows")
+
+
+async def test_entities_are_found_by_name_property_and_meaning(
+    db_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(db_path, config=EngineConfig(embedder=embedder)) as engine:
+        mem = engine.scope(tenant="acme", user="alice")
+        graph = mem.graph
+        await graph.add_entity(
+            GraphEntity(name="Rex", entity_type="animal", properties={"breed": "golden retriever"})
+        )
+        await graph.add_entity(GraphEntity(name="Lisbon", entity_type="location"))
+        await graph.add_entity(GraphEntity(name="Ana", entity_type="person"))
+        by_name = await graph.search_entities("Lisbon")
+        assert by_name[0][0].name == "Lisbon"
+        by_property = await graph.search_entities("retriever")
+        assert by_property[0][0].name == "Rex"
+        by_meaning = await graph.search_entities("a pet dog")
+        assert by_meaning[0][0].name == "Rex"
+        assert all(0.0 <= score <= 1.0 for _, score in by_meaning)
+        people = await graph.search_entities("Ana Lisbon", entity_types=["person"])
+        assert [e.name for e, _ in people] == ["Ana"]
+        # Unified recall through the manager reaches the graph too.
+        report = await mem.manager.recall_report(
+            RecallQuery(query="Lisbon", provider_ids=["graph"])
+        )
+        assert [r.entry.value["name"] for r in report.results][:1] == ["Lisbon"]
+
+
+async def test_the_provider_api_stores_entities_and_plain_entries(
+    graph: GraphMemoryProvider,
+) -> None:
+    stored = await graph.write(
+        "alice", GraphEntity(name="Alice", entity_type="person"), content_type="entity"
+    )
+    assert stored.key == "alice"
+    assert await graph.read("alice") == stored
+    assert (await graph.get_entity("alice")) is not None
+    await graph.write("note", {"text": "plain"}, content_type="fact")
+    assert await graph.list_keys() == ["alice", "note"]
+    assert await graph.list_keys(content_types=["entity"]) == ["alice"]
+    with pytest.raises(ValidationError):
+        await graph.write("alice", "not an entity now")
+    with pytest.raises(ValidationError):
+        await graph.write("bob", "a string", content_type="entity")
+    with pytest.raises(ValidationError):
+        await graph.write("bob", {"name": ""}, content_type="entity")
+    caps = graph.capabilities()
+    assert (caps.provider_id, caps.supports_graph, caps.content_types) == (
+        "graph",
+        True,
+        ["entity"],
+    )
+
+
+async def test_json_snapshot_is_written_atomically(
+    graph: GraphMemoryProvider, tmp_path: Path
+) -> None:
+    await entity(graph, "alice")
+    await entity(graph, "acme", "organization")
+    await graph.add_relation("alice", "acme", "works_for")
+    target = tmp_path / "out" / "graph.json"
+    target.parent.mkdir()
+    target.write_text("old snapshot")
+    assert await graph.export_json(target) == target
+    data = json.loads(target.read_text())
+    assert [n["id"] for n in data["nodes"]] == ["acme", "alice"]
+    ((link),) = data["links"]
+    assert (link["source"], link["target"], link["relation_type"]) == ("alice", "acme", "works_for")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["graph.json"]
+
+
+def test_graph_errors_belong_to_the_one_tree() -> None:
+    for error in (
+        engramdb.EntityNotFoundError,
+        engramdb.RelationNotFoundError,
+        engramdb.InvalidTraversalError,
+    ):
+        assert issubclass(error, engramdb.GraphMemoryError)
+        assert issubclass(error, EngramError)
+    assert issubclass(engramdb.InvalidTraversalError, ValidationError)
