@@ -17,6 +17,9 @@ DEFAULT_MAX_VALUE_BYTES = 1_048_576
 MAX_METADATA_BYTES = 65_536
 _KEY = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
 _CONTENT_TYPE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+#: The same rules as regular expressions, for schemas that document them (OpenAPI).
+KEY_PATTERN = _KEY.pattern
+CONTENT_TYPE_PATTERN = _CONTENT_TYPE.pattern
 
 
 def validate_key(key: object) -> str:

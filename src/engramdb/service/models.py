@@ -13,8 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from engramdb.core.events import EventEnvelope
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import RecallResult
+from engramdb.core.validation import CONTENT_TYPE_PATTERN, KEY_PATTERN
 
 T = TypeVar("T")
+#: Keys as the engine accepts them (documented in the schema, checked again by the engine).
+KeyField = Field(min_length=1, max_length=512, pattern=KEY_PATTERN)
+OptionalKey = Field(default=None, min_length=1, max_length=512, pattern=KEY_PATTERN)
 
 Text = Field(min_length=1, max_length=1_000_000)
 
@@ -82,7 +86,7 @@ class KnowledgeIn(Body):
 
     content: str = Text
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
-    key: str | None = Field(default=None, min_length=1, max_length=512)
+    key: str | None = OptionalKey
     user_id: str | None = Field(default=None, min_length=1, max_length=128)
     public: bool = False
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -118,7 +122,7 @@ class ProcedureIn(Body):
     content: str = Text
     procedure_type: Literal["system_prompt", "few_shot_example"] = "system_prompt"
     trigger: str | None = Field(default=None, min_length=1, max_length=4096)
-    key: str | None = Field(default=None, min_length=1, max_length=512)
+    key: str | None = OptionalKey
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
 
@@ -223,9 +227,9 @@ class SessionUpdate(Body):
 class EntryIn(Body):
     """A key/value entry of persistent memory."""
 
-    key: str = Field(min_length=1, max_length=512)
+    key: str = KeyField
     value: JsonValue
-    content_type: str = Field(default="fact", min_length=1, max_length=64)
+    content_type: str = Field(default="fact", pattern=CONTENT_TYPE_PATTERN)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     ttl_ms: int | None = Field(default=None, gt=0)
 

@@ -3,10 +3,18 @@ error answers documented on every operation."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
+from fastapi import APIRouter, Path
+
+from engramdb.core.validation import KEY_PATTERN
 from engramdb.service.errors import ERROR_RESPONSES
 from engramdb.service.idempotency import IdempotentRoute
+
+#: A key or resource id in a path, documented as the engine checks it.
+KeyPath = Annotated[str, Path(min_length=1, max_length=512, pattern=KEY_PATTERN)]
+#: A plan id in a path: a scope level.
+PlanPath = Annotated[str, Path(min_length=1, max_length=128, pattern=KEY_PATTERN)]
 
 
 def area_router(prefix: str, tag: str) -> APIRouter:

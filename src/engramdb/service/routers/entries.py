@@ -12,7 +12,7 @@ from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, EntryIn, Page, RecallOut
-from engramdb.service.routing import area_router
+from engramdb.service.routing import KeyPath, area_router
 from engramdb.storage.records import RecordQuery
 
 router = area_router("/v1/memory", "entries")
@@ -60,7 +60,7 @@ async def list_entries(
 
 
 @router.get("/entries/{key}", summary="Read an entry")
-async def read_entry(key: str, caller: ReadCaller, engine: EngineDep) -> MemoryEntry:
+async def read_entry(key: KeyPath, caller: ReadCaller, engine: EngineDep) -> MemoryEntry:
     """The live entry under ``key``."""
     entry = await caller.memory(engine).persistent.read(key)
     if entry is None:
@@ -69,7 +69,7 @@ async def read_entry(key: str, caller: ReadCaller, engine: EngineDep) -> MemoryE
 
 
 @router.delete("/entries/{key}", summary="Delete an entry")
-async def delete_entry(key: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+async def delete_entry(key: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
     """Delete the entry under ``key`` (its history stays in the event log); 404 if none."""
     if not await caller.memory(engine).persistent.delete(key):
         raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)

@@ -11,7 +11,7 @@ from engramdb.orchestrator.plans import Plan, Plans
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, PlanIn, PlanUpdate
-from engramdb.service.routing import area_router
+from engramdb.service.routing import KeyPath, area_router
 
 router = area_router("/v1/memory/plans", "plans")
 
@@ -47,14 +47,14 @@ async def list_plans(
 
 
 @router.get("/{plan_id}", summary="Retrieve a plan")
-async def get_plan(plan_id: str, caller: ReadCaller, engine: EngineDep) -> Plan:
+async def get_plan(plan_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> Plan:
     """The plan ``plan_id``."""
     return (await _owned(caller, engine, plan_id))[1]
 
 
 @router.put("/{plan_id}", summary="Update a plan")
 async def update_plan(
-    plan_id: str, body: PlanUpdate, caller: WriteCaller, engine: EngineDep
+    plan_id: KeyPath, body: PlanUpdate, caller: WriteCaller, engine: EngineDep
 ) -> Plan:
     """Replace the fields the body sets (status, state, …); the others are kept."""
     plans, _ = await _owned(caller, engine, plan_id)
@@ -62,7 +62,7 @@ async def update_plan(
 
 
 @router.delete("/{plan_id}", summary="Delete a plan")
-async def delete_plan(plan_id: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+async def delete_plan(plan_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
     """Delete the plan ``plan_id`` (its working state is kept until deleted itself)."""
     plans, _ = await _owned(caller, engine, plan_id)
     await plans.delete(plan_id)

@@ -11,7 +11,7 @@ from engramdb.orchestrator.sessions import Session, Sessions
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, SessionIn, SessionUpdate
-from engramdb.service.routing import area_router
+from engramdb.service.routing import KeyPath, area_router
 
 router = area_router("/v1/memory/sessions", "sessions")
 
@@ -49,14 +49,14 @@ async def list_sessions(
 
 
 @router.get("/{session_id}", summary="Retrieve a session")
-async def get_session(session_id: str, caller: ReadCaller, engine: EngineDep) -> Session:
+async def get_session(session_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> Session:
     """The session ``session_id``."""
     return (await _owned(caller, engine, session_id))[1]
 
 
 @router.put("/{session_id}", summary="Update a session")
 async def update_session(
-    session_id: str, body: SessionUpdate, caller: WriteCaller, engine: EngineDep
+    session_id: KeyPath, body: SessionUpdate, caller: WriteCaller, engine: EngineDep
 ) -> Session:
     """Replace the fields the body sets; the session's last interaction becomes now unless
     the body sets it."""
@@ -65,7 +65,7 @@ async def update_session(
 
 
 @router.delete("/{session_id}", summary="Delete a session")
-async def delete_session(session_id: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+async def delete_session(session_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
     """Delete the session ``session_id``."""
     sessions, _ = await _owned(caller, engine, session_id)
     await sessions.delete(session_id)

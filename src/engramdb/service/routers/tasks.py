@@ -11,7 +11,7 @@ from engramdb.orchestrator.tasks import TaskContext
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, TaskContextIn, TaskContextUpdate
-from engramdb.service.routing import area_router
+from engramdb.service.routing import KeyPath, area_router
 
 router = area_router("/v1/memory/task-context", "task context")
 
@@ -39,7 +39,9 @@ async def list_tasks(
 
 
 @router.get("/by-subtask/{subtask_id}", summary="Find the parent task of a sub-task")
-async def task_by_subtask(subtask_id: str, caller: ReadCaller, engine: EngineDep) -> TaskContext:
+async def task_by_subtask(
+    subtask_id: KeyPath, caller: ReadCaller, engine: EngineDep
+) -> TaskContext:
     """The task context that lists ``subtask_id`` among its sub-tasks."""
     found = await caller.memory(engine).tasks.by_subtask(subtask_id)
     if found is None:
@@ -50,21 +52,21 @@ async def task_by_subtask(subtask_id: str, caller: ReadCaller, engine: EngineDep
 
 
 @router.get("/{task_id}", summary="Retrieve a task context")
-async def get_task(task_id: str, caller: ReadCaller, engine: EngineDep) -> TaskContext:
+async def get_task(task_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> TaskContext:
     """The task context ``task_id``."""
     return await caller.memory(engine).tasks.get(task_id)
 
 
 @router.put("/{task_id}", summary="Update a task context")
 async def update_task(
-    task_id: str, body: TaskContextUpdate, caller: WriteCaller, engine: EngineDep
+    task_id: KeyPath, body: TaskContextUpdate, caller: WriteCaller, engine: EngineDep
 ) -> TaskContext:
     """Replace the fields the body sets; the others are kept."""
     return await caller.memory(engine).tasks.update(task_id, body.model_dump(exclude_unset=True))
 
 
 @router.delete("/{task_id}", summary="Delete a task context")
-async def delete_task(task_id: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+async def delete_task(task_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
     """Delete the task context ``task_id`` (404 if there is none)."""
     await caller.memory(engine).tasks.delete(task_id)
     return Deleted(deleted=True)

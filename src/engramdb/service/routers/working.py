@@ -9,7 +9,7 @@ from engramdb.orchestrator.working import WorkingMemory
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Cleared, Deleted, PlanState, StateIn, StateOut
-from engramdb.service.routing import area_router
+from engramdb.service.routing import KeyPath, PlanPath, area_router
 
 router = area_router("/v1/memory/working", "working")
 _MISSING = object()
@@ -22,7 +22,7 @@ def _plan(caller: Caller, engine: Engine, plan_id: str) -> WorkingMemory:
 
 @router.put("/{plan_id}/{key}", summary="Set shared state")
 async def set_state(
-    plan_id: str, key: str, body: StateIn, caller: WriteCaller, engine: EngineDep
+    plan_id: PlanPath, key: KeyPath, body: StateIn, caller: WriteCaller, engine: EngineDep
 ) -> StateOut:
     """Set ``key`` of the plan's state to ``value``."""
     await _plan(caller, engine, plan_id).set(key, body.value)
@@ -30,7 +30,9 @@ async def set_state(
 
 
 @router.get("/{plan_id}/{key}", summary="Get shared state")
-async def get_state(plan_id: str, key: str, caller: ReadCaller, engine: EngineDep) -> StateOut:
+async def get_state(
+    plan_id: PlanPath, key: KeyPath, caller: ReadCaller, engine: EngineDep
+) -> StateOut:
     """The value of ``key`` in the plan's state."""
     value = await _plan(caller, engine, plan_id).get(key, _MISSING)
     if value is _MISSING:
@@ -41,18 +43,20 @@ async def get_state(plan_id: str, key: str, caller: ReadCaller, engine: EngineDe
 
 
 @router.get("/{plan_id}", summary="Get all shared state of a plan")
-async def get_plan_state(plan_id: str, caller: ReadCaller, engine: EngineDep) -> PlanState:
+async def get_plan_state(plan_id: PlanPath, caller: ReadCaller, engine: EngineDep) -> PlanState:
     """Every key of the plan's state."""
     return PlanState(plan_id=plan_id, state=await _plan(caller, engine, plan_id).state())
 
 
 @router.delete("/{plan_id}/{key}", summary="Delete one state key")
-async def delete_state(plan_id: str, key: str, caller: WriteCaller, engine: EngineDep) -> Deleted:
+async def delete_state(
+    plan_id: PlanPath, key: KeyPath, caller: WriteCaller, engine: EngineDep
+) -> Deleted:
     """Delete ``key`` of the plan's state; ``deleted`` is false if it was not there."""
     return Deleted(deleted=await _plan(caller, engine, plan_id).delete(key))
 
 
 @router.delete("/{plan_id}", summary="Delete all state of a plan")
-async def clear_plan(plan_id: str, caller: WriteCaller, engine: EngineDep) -> Cleared:
+async def clear_plan(plan_id: PlanPath, caller: WriteCaller, engine: EngineDep) -> Cleared:
     """Delete every key of the plan's state; returns how many."""
     return Cleared(deleted=await _plan(caller, engine, plan_id).clear())
