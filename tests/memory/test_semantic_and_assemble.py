@@ -185,3 +185,32 @@ def test_no_email_phone_or_card_survives_assembly(
     assert phone not in seen
     assert card not in seen
     assert card.replace(" ", "") not in seen.replace(" ", "")
+
+
+TEXTS = st.lists(
+    st.text(
+        alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=60
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=TEXTS, limit=st.integers(1, 120))
+def test_the_reported_tokens_are_the_context_counted_and_within_the_limit(
+    texts: list[str], limit: int, embedder: MiniLMEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    async def scenario() -> tuple[str, int]:
+        path = tmp_path_factory.mktemp("tokens") / "t.db"
+        async with engramdb.open(path, config=EngineConfig(embedder=embedder)) as engine:
+            mem = engine.scope(tenant="acme", user="alice", session="s")
+            await mem.episodic.memorize_many([MemoryItem(text=t, role="user") for t in texts])
+            await mem.semantic.memorize(MemoryItem(text=texts[0]))
+            context = await mem.assemble(" ".join(texts), token_limit=limit)
+            return context.text, context.tokens
+
+    text, tokens = asyncio.run(scenario())
+    assert tokens == count_tokens(text) <= limit

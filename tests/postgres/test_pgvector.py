@@ -8,7 +8,8 @@ import numpy as np
 import psycopg
 
 from engramdb.storage.postgres import PostgresBackend
-from engramdb.storage.postgres.vectors import hnsw_index_name
+from engramdb.storage.postgres.queries import nearest_select
+from engramdb.storage.postgres.vectors import StoredVector, hnsw_index_name, register_vector
 from engramdb.storage.records import Put, RecordQuery
 from tests.postgres.conftest import ACME_ALICE, secret
 
@@ -74,3 +75,26 @@ async def test_a_put_without_a_vector_drops_the_old_one(backend: PostgresBackend
     assert await backend.search.vectors(RecordQuery("semantic", ACME_ALICE), put.model) == ([], [])
     unvectored = await backend.search.unvectored(RecordQuery("semantic", ACME_ALICE), put.model)
     assert [r.key for r in unvectored] == ["secret"]
+
+
+async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -> None:
+    base = secret("semantic", ACME_ALICE).record
+    rng = np.random.default_rng(3)
+    await backend.commit(
+        [
+            Put(
+                replace(base, key=f"k{n}"),
+                vector=rng.standard_normal(3).astype("<f4").tobytes(),
+                model="3d",
+            )
+            for n in range(50)
+        ],
+        [],
+    )
+    sql, params = nearest_select(RecordQuery("semantic", ACME_ALICE), "3d", 3, 5)
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        await register_vector(conn)
+        await conn.execute("SET LOCAL enable_seqscan = off")
+        cursor = await conn.execute(f"EXPLAIN {sql}", [StoredVector(as_bytes(1, 0, 0)), *params])
+        plan = "\n".join(row[0] for row in await cursor.fetchall())
+    assert hnsw_index_name("semantic_memory", "3d") in plan

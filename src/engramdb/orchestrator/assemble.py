@@ -174,10 +174,10 @@ async def assemble(
         sections.append("\n".join([headers[name], *(c.line for c in chosen[name])]))
         items += [ContextItem(name, c.item, c.cost) for c in chosen[name]]
     text = "\n\n".join(sections)
-    tokens = manager.cost(text) if text else 0
-    if tokens > budget.token_limit:  # pragma: no cover - counts are additive over whitespace
-        text = manager.counter.truncate(text, budget.token_limit)
-        tokens = manager.cost(text)
+    # Token counts are additive over whitespace, and the parts are joined by newlines: the
+    # total is the sum of what was packed, without tokenizing the whole context again.
+    tokens = sum(manager.cost(headers[name]) for name in present if chosen[name])
+    tokens += sum(item.tokens for item in items)
     for name, op in operations.items():
         used = manager.by_type.get(name, {})
         operations[name] = op.model_copy(

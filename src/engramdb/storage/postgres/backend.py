@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from engramdb.core.errors import MigrationError
+from engramdb.core.errors import MigrationError, StorageError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
@@ -44,6 +44,7 @@ from engramdb.storage.postgres.schema import MIGRATIONS, RECORD_TABLES, SERVICE_
 from engramdb.storage.postgres.search import PostgresSearch
 from engramdb.storage.postgres.tenancy import (
     ADMIN,
+    NOBODY,
     Context,
     context_for,
     tenant_uuid,
@@ -117,21 +118,32 @@ async def _apply(
     )
 
 
-async def migrate(url: str) -> list[str]:
+async def migrate(url: str, *, connect_timeout: float = 10.0) -> list[str]:
     """Apply pending migrations to the database at ``url``, as its connecting user (who must
     be allowed to create the extension, roles and tables); returns the names applied.
 
     Raises:
+        StorageError: the server cannot be reached.
         MigrationError: a migration failed (nothing of it was applied) or the database was
             migrated by a newer Engram.
     """
+    where = redacted_url(url)
     try:
-        async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        conn = await psycopg.AsyncConnection.connect(
+            url, connect_timeout=max(1, int(connect_timeout))
+        )
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot connect to PostgreSQL at {where}: {exc}", url=where) from exc
+    try:
+        async with conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS engram_migrations ("
-                "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
+            # Checked first: a login that may not create tables can still open a migrated one.
+            cursor = await conn.execute("SELECT to_regclass('engram_migrations')")
+            if (await cursor.fetchone() or (None,))[0] is None:
+                await conn.execute(
+                    "CREATE TABLE engram_migrations ("
+                    "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
             cursor = await conn.execute("SELECT name FROM engram_migrations ORDER BY name")
             applied = [row[0] for row in await cursor.fetchall()]
             ran = []
@@ -139,16 +151,13 @@ async def migrate(url: str) -> list[str]:
                 for statement in migration.statements:
                     await conn.execute(statement)
                 await conn.execute(
-                    "INSERT INTO engram_migrations (name) VALUES (%s)",
-                    (migration.name,),
+                    "INSERT INTO engram_migrations (name) VALUES (%s)", (migration.name,)
                 )
                 ran.append(migration.name)
             return ran
     except psycopg.Error as exc:
         raise MigrationError(
-            f"cannot migrate PostgreSQL database {redacted_url(url)}: {exc}",
-            url=redacted_url(url),
-            sqlstate=exc.sqlstate,
+            f"cannot migrate PostgreSQL database {where}: {exc}", url=where, sqlstate=exc.sqlstate
         ) from exc
 
 
@@ -172,9 +181,11 @@ class PostgresBackend:
             MigrationError: the schema could not be brought up to date.
             StorageError: the server cannot be reached within ``connect_timeout`` seconds.
         """
-        await migrate(url)
+        await migrate(url, connect_timeout=connect_timeout)
         backend = cls(url, min_size=min_size, max_size=max_size)
         await backend._pool.open(connect_timeout)
+        if not await backend._pool.can_become(ADMIN.role):
+            backend._search.statistics = NOBODY
         return backend
 
     @property

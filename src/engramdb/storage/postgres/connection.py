@@ -80,6 +80,13 @@ class PostgresPool:
                 url=redacted_url(self.url),
             ) from exc
 
+    async def can_become(self, role: str) -> bool:
+        """Whether the connecting user may switch to ``role``."""
+        async with self.owner() as conn:
+            cursor = await conn.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", (role,))
+            row = await cursor.fetchone()
+        return bool(row and row[0])
+
     @asynccontextmanager
     async def owner(self) -> AsyncIterator[Connection]:
         """A transaction as the connecting user itself (schema changes only: with forced

@@ -247,3 +247,24 @@ def unvectored_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     if query.limit is not None:
         return f"{sql} LIMIT %s", [*params, model, query.limit]
     return sql, [*params, model]
+
+
+def nearest_select(
+    query: RecordQuery, model: str, dimensions: int, limit: int
+) -> tuple[str, list[Any]]:
+    """The ``limit`` records ``query`` selects nearest to a probe vector (the first
+    parameter, to bind as a ``vector``), as (id, cosine similarity), best first.
+
+    The model is inlined as a literal and the vectors cast to ``vector(dimensions)`` exactly as
+    in the model's partial HNSW index, so the planner can prove the index applies. The outer
+    ORDER BY makes the order exact even when the index scan returns near-ties out of order.
+    """
+    where, params = record_where(query)
+    cast = f"vector({int(dimensions)})"
+    literal = model.replace("'", "''")
+    sql = (
+        f"SELECT id, 1 - distance FROM (SELECT id, embedding::{cast} <=> %s::{cast} AS distance "
+        f"FROM {table_for(query.namespace)} WHERE {where} AND embedding_model = '{literal}' "
+        "ORDER BY distance LIMIT %s) AS nearest ORDER BY distance, id"
+    )
+    return sql, [*params, limit]

@@ -215,4 +215,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             f"GRANT USAGE ON SEQUENCE engram_record_ids TO {SERVICE_ROLE}, {ADMIN_ROLE}",
         ),
     ),
+    # A login that is only a member of the service role checks the schema version on open.
+    Migration(
+        "0005_service_reads_migrations",
+        (f"GRANT SELECT ON engram_migrations TO {SERVICE_ROLE}, {ADMIN_ROLE}",),
+    ),
 )

@@ -16,9 +16,9 @@ from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
     match_words,
+    nearest_select,
     record_select,
     record_select_list,
-    record_where,
     text_search,
     unvectored_select,
     vector_select,
@@ -42,6 +42,9 @@ class PostgresSearch:
     def __init__(self, pool: PostgresPool, indexes: VectorIndexes) -> None:
         self._pool = pool
         self._indexes = indexes
+        #: Who counts document frequencies: the admin role counts every tenant's records; a
+        #: login without it counts none, which only turns off common-word pruning above.
+        self.statistics = ADMIN
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
@@ -56,9 +59,9 @@ class PostgresSearch:
 
     async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many records (of every tenant and namespace) hold each term, and how many
-        records there are."""
+        records there are (nothing, for a login that may not read across tenants)."""
         counts: dict[str, int] = {}
-        async with self._pool.transaction(ADMIN) as conn:
+        async with self._pool.transaction(self.statistics) as conn:
             for term in terms:
                 cursor = await conn.execute(
                     f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every "
@@ -93,16 +96,11 @@ class PostgresSearch:
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector``, best first, through the HNSW index of ``model`` when there is one."""
-        where, params = record_where(query)
-        cast = f"vector({len(vector) // 4})"
-        sql = (
-            f"SELECT id, 1 - (embedding::{cast} <=> %s::{cast}) FROM {table_for(query.namespace)} "
-            f"WHERE {where} AND embedding_model = %s "
-            f"ORDER BY embedding::{cast} <=> %s::{cast} LIMIT %s"
-        )
-        probe = StoredVector(vector)
+        sql, params = nearest_select(query, model, len(vector) // 4, limit)
         async with self._pool.transaction(context_for([query.scope])) as conn:
-            rows = await (await conn.execute(sql, [probe, *params, model, probe, limit])).fetchall()
+            # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = await (await conn.execute(sql, [StoredVector(vector), *params])).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
