@@ -3,6 +3,7 @@ hard deletes that leave no trace in any index, and index rebuilds that rank the 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -212,3 +213,19 @@ async def test_vector_indexing_is_tracked_by_memory_indexed_events(engine: Engin
     assert all(written[e.trace.causation_id or ""] == e.payload["key"] for e in indexed)
     await engine.reindex()
     assert await engine.events.count(query) == 2 * len(TURNS)
+
+
+async def test_a_best_match_that_expired_after_the_index_loaded_gives_way(engine: Engine) -> None:
+    await ingest(engine)
+    mem = engine.scope(tenant="acme", user="alice")
+    await mem.episodic.memorize(
+        MemoryItem(text="What kind of pet does the user have? A dog.", id="brief", ttl_ms=300)
+    )
+    first = await mem.episodic.remember("What kind of pet does the user have?", limit=2)
+    assert "brief" in ids(first)
+    await asyncio.sleep(0.35)
+    # The loaded vector index still holds the expired memory; its record is no longer live.
+    after = await mem.episodic.remember("What kind of pet does the user have?", limit=2)
+    assert "brief" not in ids(after)
+    assert len(after) == 2
+    assert after[0].id == "s1-0"

@@ -239,37 +239,76 @@ class Indexer:
                 records.update((r.id, r) for r, _ in hits if r.id is not None)
         if query_vector is not None:
             scores["vector"] = await self._vector_scores(namespace, partition, base, query_vector)
-            missing = tuple(i for i in scores["vector"] if i not in records)
-            if missing:
-                found = await self.backend.scan(
-                    RecordQuery(namespace, partition, ids=missing, alive_at=now)
-                )
-                records.update((r.id, r) for r in found if r.id is not None)
-            scores["vector"] = {i: s for i, s in scores["vector"].items() if i in records}
-        scores = {name: signal for name, signal in scores.items() if signal}
-        if not scores:
-            return []
+        lazy = self._ranks_by_scores_alone(request)
+        if not lazy and "vector" in scores:
+            gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
+            scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         reference = request.now or now
-        fused = fuse(
-            scores,
-            config,
-            ages_days={i: _age_days(r, reference) for i, r in records.items()}
-            if config.recency_weight
-            else None,
-            importance={i: _importance(r) for i, r in records.items()}
-            if config.importance_weight
-            else None,
-            in_range={i: _inside(r, request.time_range) for i, r in records.items()}
-            if config.time_boost and request.time_range
-            else None,
-        )
-        if config.session_weight:
-            threads = {i: r.thread for i, r in records.items()}
-            fused = group_boost(fused, threads, config.session_weight)
-        ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused]
+        while True:
+            scores = {name: signal for name, signal in scores.items() if signal}
+            if not scores:
+                return []
+            fused = fuse(
+                scores,
+                config,
+                ages_days={i: _age_days(r, reference) for i, r in records.items()}
+                if config.recency_weight
+                else None,
+                importance={i: _importance(r) for i, r in records.items()}
+                if config.importance_weight
+                else None,
+                in_range={i: _inside(r, request.time_range) for i, r in records.items()}
+                if config.time_boost and request.time_range
+                else None,
+            )
+            if config.session_weight:
+                threads = {i: r.thread for i, r in records.items()}
+                fused = group_boost(fused, threads, config.session_weight)
+            if not lazy:
+                break
+            # Only the hits that make the cut are read. A vector hit whose record is no longer
+            # live (expired, or forgotten since the index loaded) leaves the ranking, and the
+            # rest is fused again: with weighted fusion no other hit's score changes.
+            top = [f.id for f in fused[: request.limit]]
+            gone = await self._read_live(namespace, partition, top, records, now)
+            if not gone:
+                break
+            scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
+        ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
             ranked = await self._with_neighbours(namespace, partition, ranked[: request.limit], now)
         return ranked[: request.limit]
+
+    def _ranks_by_scores_alone(self, request: SearchRequest) -> bool:
+        """Whether the fused order depends on nothing but each signal's own scores, so records
+        are needed only for the hits that make the cut."""
+        config = self.config
+        return (
+            config.fusion == "weighted"
+            and not config.recency_weight
+            and not config.importance_weight
+            and not (config.time_boost and request.time_range)
+            and not config.session_weight
+        )
+
+    async def _read_live(
+        self,
+        namespace: str,
+        partition: Scope,
+        ids: Sequence[int],
+        records: dict[int, Record],
+        now: datetime,
+    ) -> set[int]:
+        """Read the live records among ``ids`` that ``records`` lacks into it; returns the
+        ids that are no longer live."""
+        missing = tuple(i for i in ids if i not in records)
+        if not missing:
+            return set()
+        found = await self.backend.scan(
+            RecordQuery(namespace, partition, ids=missing, alive_at=now)
+        )
+        records.update((r.id, r) for r in found if r.id is not None)
+        return {i for i in missing if i not in records}
 
     async def _selective(self, terms: list[str]) -> list[str]:
         """``terms`` without the ones too common to be worth scoring (``max_term_share``).
