@@ -41,14 +41,7 @@ from engramdb.providers.graph.store import (
     GRAPH_SPEC,
     rebuild_graph,
 )
-from engramdb.providers.graph.traversal import (
-    Walk,
-    all_paths,
-    bfs,
-    dfs,
-    neighbors,
-    shortest_path,
-)
+from engramdb.providers.graph.traversal import node_paths, reached, walk_of
 from engramdb.providers.graph.types import (
     EXCLUSIVE_RELATIONS,
     Direction,
@@ -57,7 +50,6 @@ from engramdb.providers.graph.types import (
     GraphRelation,
     GraphTraversal,
     RelationType,
-    TraversalPattern,
     type_name,
 )
 from engramdb.providers.graph.working import GraphCache, WorkingGraph
@@ -306,21 +298,7 @@ class GraphMemoryProvider(MemoryProvider):
         the entities on the path(s) from start to target, each once, in path order. An
         unknown start or target finds nothing."""
         graph = await self.working_graph()
-        walk, wanted = self._walk(graph, traversal)
-        start = traversal.start_entity_id
-        if start not in graph.graph:
-            return []
-        pattern = traversal.pattern
-        if pattern is TraversalPattern.NEIGHBORS:
-            found = neighbors(walk, start, wanted, traversal.limit)
-        elif pattern is TraversalPattern.BFS:
-            found = bfs(walk, start, traversal.max_depth, wanted, traversal.limit)
-        elif pattern is TraversalPattern.DFS:
-            found = dfs(walk, start, traversal.max_depth, wanted, traversal.limit)
-        else:
-            paths = self._node_paths(graph, walk, wanted, traversal)
-            found = list(dict.fromkeys(node for path in paths for node in path))
-        return [e for e in map(graph.entity, found) if e is not None]
+        return [e for e in map(graph.entity, reached(graph, traversal, utc_now())) if e]
 
     async def paths(self, traversal: GraphTraversal) -> list[GraphPath]:
         """The paths of a ``shortest_path`` or ``all_paths`` traversal, with the relation
@@ -332,44 +310,14 @@ class GraphMemoryProvider(MemoryProvider):
         if traversal.target_entity_id is None:
             raise InvalidTraversalError("paths need a path pattern and a target_entity_id")
         graph = await self.working_graph()
-        walk, wanted = self._walk(graph, traversal)
+        now = utc_now()
+        walk = walk_of(graph, traversal, now)
         result = []
-        for nodes in self._node_paths(graph, walk, wanted, traversal):
-            entities = [graph.entity(n) for n in nodes]
+        for nodes in node_paths(graph, traversal, now):
+            entities = [e for e in map(graph.entity, nodes) if e]
             steps = [walk.relation(a, b) for a, b in itertools.pairwise(nodes)]
-            result.append(GraphPath(entities=[e for e in entities if e], relations=steps))
+            result.append(GraphPath(entities=entities, relations=steps))
         return result
-
-    def _walk(self, graph: WorkingGraph, traversal: GraphTraversal) -> tuple[Walk, Any]:
-        types = traversal.relation_types
-        walk = Walk(
-            graph,
-            traversal.direction,
-            None if types is None else frozenset(types),
-            traversal.as_of or utc_now(),
-        )
-        kinds = None if traversal.entity_types is None else frozenset(traversal.entity_types)
-
-        def wanted(node: str) -> bool:
-            if kinds is None:
-                return True
-            entity = graph.entity(node)
-            return entity is not None and entity.entity_type in kinds
-
-        return walk, wanted
-
-    def _node_paths(
-        self, graph: WorkingGraph, walk: Walk, wanted: Any, traversal: GraphTraversal
-    ) -> list[list[str]]:
-        start, target = traversal.start_entity_id, traversal.target_entity_id
-        if target is None or start not in graph.graph or target not in graph.graph:
-            return []
-        if traversal.pattern is TraversalPattern.SHORTEST_PATH:
-            path = shortest_path(walk, start, target, traversal.max_depth, wanted)
-            return [] if path is None else [path]
-        if traversal.pattern is TraversalPattern.ALL_PATHS:
-            return all_paths(walk, start, target, traversal.max_depth, wanted, traversal.limit)
-        return []
 
     # -- search and text ------------------------------------------------------------------
 

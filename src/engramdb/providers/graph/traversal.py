@@ -19,7 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from engramdb.providers.graph.types import Direction, GraphRelation
+from engramdb.providers.graph.types import (
+    Direction,
+    GraphRelation,
+    GraphTraversal,
+    TraversalPattern,
+)
 from engramdb.providers.graph.working import WorkingGraph
 
 #: Whether the walk may return (or pass through) an entity, by id.
@@ -209,3 +214,60 @@ def all_paths(
     if start != target:
         extend(start)
     return found
+
+
+def walk_of(graph: WorkingGraph, traversal: GraphTraversal, now: datetime) -> Walk:
+    """The walk ``traversal`` asks for (its moment: ``as_of``, else ``now``)."""
+    types = traversal.relation_types
+    return Walk(
+        graph,
+        traversal.direction,
+        None if types is None else frozenset(types),
+        traversal.as_of or now,
+    )
+
+
+def entity_test(graph: WorkingGraph, traversal: GraphTraversal) -> EntityTest:
+    """Whether an entity passes ``traversal``'s entity types."""
+    kinds = None if traversal.entity_types is None else frozenset(traversal.entity_types)
+
+    def passes(node: str) -> bool:
+        if kinds is None:
+            return True
+        entity = graph.entity(node)
+        return entity is not None and entity.entity_type in kinds
+
+    return passes
+
+
+def reached(graph: WorkingGraph, traversal: GraphTraversal, now: datetime) -> list[str]:
+    """The ids ``traversal`` reaches: for the path patterns, the entities on its paths, each
+    once, in path order. An unknown start finds nothing."""
+    start = traversal.start_entity_id
+    if start not in graph.graph:
+        return []
+    walk, wanted = walk_of(graph, traversal, now), entity_test(graph, traversal)
+    limit, depth = traversal.limit, traversal.max_depth
+    if traversal.pattern is TraversalPattern.NEIGHBORS:
+        return neighbors(walk, start, wanted, limit)
+    if traversal.pattern is TraversalPattern.BFS:
+        return bfs(walk, start, depth, wanted, limit)
+    if traversal.pattern is TraversalPattern.DFS:
+        return dfs(walk, start, depth, wanted, limit)
+    paths = node_paths(graph, traversal, now)
+    return list(dict.fromkeys(node for path in paths for node in path))
+
+
+def node_paths(graph: WorkingGraph, traversal: GraphTraversal, now: datetime) -> list[list[str]]:
+    """The paths (entity ids, start to target) of a path traversal; none for other patterns
+    or an unknown start or target."""
+    start, target = traversal.start_entity_id, traversal.target_entity_id
+    if target is None or start not in graph.graph or target not in graph.graph:
+        return []
+    walk, passable = walk_of(graph, traversal, now), entity_test(graph, traversal)
+    if traversal.pattern is TraversalPattern.SHORTEST_PATH:
+        path = shortest_path(walk, start, target, traversal.max_depth, passable)
+        return [] if path is None else [path]
+    if traversal.pattern is TraversalPattern.ALL_PATHS:
+        return all_paths(walk, start, target, traversal.max_depth, passable, traversal.limit)
+    return []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from engramdb.core.errors import ValueTooLargeError
 from engramdb.core.events import (
     DomainEvent,
     EventEnvelope,
@@ -26,7 +27,7 @@ from engramdb.core.events import (
 )
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
-from engramdb.core.validation import normalize_value, validate_key
+from engramdb.core.validation import normalize_value, to_json, validate_key
 from engramdb.providers.graph.changes import GraphChanges
 from engramdb.providers.graph.store import (
     ENTITY_NAMESPACE,
@@ -105,7 +106,14 @@ class GraphWriter:
                 update={"recorded_at": at, "created_at": at, "source_event_id": event_id}
             )
         record = relation_record(self.scope, relation, at)
-        normalize_value(record.value, max_bytes=self.max_value_bytes)
+        size = len(to_json(record.value).encode())
+        if size > self.max_value_bytes:
+            raise ValueTooLargeError(
+                f"relation {relation.relation_id!r} is {size} bytes as JSON; "
+                f"the limit is {self.max_value_bytes}",
+                size=size,
+                limit=self.max_value_bytes,
+            )
         event = MemoryLinked(
             source_key=relation.source_id,
             target_key=relation.target_id,
