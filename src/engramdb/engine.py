@@ -44,7 +44,12 @@ from engramdb.providers.event_sourced import (
     expire_records,
     rebuild_namespace,
 )
-from engramdb.providers.graph import GraphCache, GraphMemoryProvider, rebuild_graph
+from engramdb.providers.graph import (
+    GRAPH_NAMESPACES,
+    GraphCache,
+    GraphMemoryProvider,
+    rebuild_graph,
+)
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
@@ -293,11 +298,11 @@ class Engine:
     async def export(self, *, page: int = 1000) -> AsyncIterator[dict[str, Any]]:
         """Everything stored, as plain data: every record of every namespace and scope
         (soft-forgotten ones flagged ``hidden``), then every event of the log."""
-        for spec in self.specs:
+        for namespace in [*(spec.namespace for spec in self.specs), *GRAPH_NAMESPACES]:
             offset = 0
             while True:
                 batch = await self.backend.scan(
-                    RecordQuery(spec.namespace, None, hidden=None, limit=page, offset=offset)
+                    RecordQuery(namespace, None, hidden=None, limit=page, offset=offset)
                 )
                 for record in batch:
                     yield {

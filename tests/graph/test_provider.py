@@ -3,6 +3,7 @@ typed errors that write nothing, entity resolution and merges, scoping, search, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from engramdb.core.types import RecallQuery
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
+from engramdb.providers.graph.working import STALE_AFTER_S
 from engramdb.storage.backend import EventQuery
 from tests.graph.conftest import entity
 
@@ -224,3 +226,29 @@ def test_graph_errors_belong_to_the_one_tree() -> None:
         assert issubclass(error, engramdb.GraphMemoryError)
         assert issubclass(error, EngramError)
     assert issubclass(engramdb.InvalidTraversalError, ValidationError)
+
+
+async def test_another_process_commits_are_seen(db_path: Path, plain_engine: Engine) -> None:
+    mine = plain_engine.scope(tenant="acme", user="alice").graph
+    await entity(mine, "alice")
+    assert await mine.get_entity("bob") is None
+    # A second engine on the same file stands for another process.
+    async with engramdb.open(db_path, config=EngineConfig(embedder=None)) as other_engine:
+        theirs = other_engine.scope(tenant="acme", user="alice").graph
+        await entity(theirs, "bob")
+        await theirs.add_relation("bob", "alice", "knows")
+    await asyncio.sleep(STALE_AFTER_S)
+    assert await mine.get_entity("bob") is not None
+    assert [r.source_id for r in await mine.get_relations("alice", "incoming")] == ["bob"]
+
+
+async def test_the_engine_export_includes_the_graph(
+    graph: GraphMemoryProvider, plain_engine: Engine
+) -> None:
+    await entity(graph, "alice")
+    await entity(graph, "bob")
+    relation = await graph.add_relation("alice", "bob", "knows")
+    exported = [item async for item in plain_engine.export()]
+    records = {(i["provider_id"], i["key"]) for i in exported if i["kind"] == "record"}
+    assert {("graph", "alice"), ("graph", "bob")} <= records
+    assert ("graph.relations", relation.relation_id) in records

@@ -31,6 +31,7 @@ from engramdb.storage.records import Record
 
 ENTITY_NAMESPACE = "graph"
 RELATION_NAMESPACE = "graph.relations"
+GRAPH_NAMESPACES = (ENTITY_NAMESPACE, RELATION_NAMESPACE)
 GRAPH_LEVELS = PERSISTENT_LEVELS
 RELATION_EVENTS = (
     MemoryLinked.event_type,
