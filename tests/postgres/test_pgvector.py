@@ -98,3 +98,15 @@ async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -
         cursor = await conn.execute(f"EXPLAIN {sql}", [StoredVector(as_bytes(1, 0, 0)), *params])
         plan = "\n".join(row[0] for row in await cursor.fetchall())
     assert hnsw_index_name("semantic_memory", "3d") in plan
+
+
+async def test_put_vectors_stores_by_id_with_its_events(backend: PostgresBackend) -> None:
+    put = secret("procedural", ACME_ALICE)
+    (stored,) = (await backend.commit([Put(put.record)], [])).stored
+    assert stored.id is not None
+    vector = as_bytes(0.5, 0.25)
+    await backend.search.put_vectors("2d", [(stored.id, vector), (10_000, vector)], [])
+    query = RecordQuery("procedural", ACME_ALICE)
+    assert await backend.search.vectors(query, "2d") == ([stored.id], [vector])
+    await backend.search.drop_vectors("procedural")
+    assert await backend.search.vectors(query, "2d") == ([], [])

@@ -126,13 +126,15 @@ class PostgresSearch:
         append ``events`` in the same transaction."""
         batch = list(events)
         ids = [record_id for record_id, _ in vectors]
-        async with self._pool.transaction(context_for(e.scope for e in batch)) as conn:
+        # The events say whose records these are; without any, only the admin may write.
+        context = context_for(e.scope for e in batch) if batch else ADMIN
+        async with self._pool.transaction(context) as conn:
             tables = [
                 r[0] for r in await (await conn.execute(_TABLES_OF_IDS, {"ids": ids})).fetchall()
             ]
         for table in tables:
             await self._indexes.ensure(table, model, len(vectors[0][1]) // 4)
-        async with self._pool.transaction(context_for(e.scope for e in batch)) as conn:
+        async with self._pool.transaction(context) as conn:
             await hold_writers(conn)
             async with conn.cursor() as cursor:
                 for table in tables:
