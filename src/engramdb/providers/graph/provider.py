@@ -50,6 +50,7 @@ from engramdb.providers.graph.types import (
     GraphRelation,
     GraphTraversal,
     RelationType,
+    TraversalPattern,
     type_name,
 )
 from engramdb.providers.graph.working import GraphCache, WorkingGraph
@@ -307,8 +308,11 @@ class GraphMemoryProvider(MemoryProvider):
         Raises:
             InvalidTraversalError: the traversal's pattern is not a path pattern.
         """
-        if traversal.target_entity_id is None:
-            raise InvalidTraversalError("paths need a path pattern and a target_entity_id")
+        if traversal.pattern not in (TraversalPattern.SHORTEST_PATH, TraversalPattern.ALL_PATHS):
+            raise InvalidTraversalError(
+                "paths need the shortest_path or all_paths pattern",
+                pattern=traversal.pattern.value,
+            )
         graph = await self.working_graph()
         now = utc_now()
         walk = walk_of(graph, traversal, now)
