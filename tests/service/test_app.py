@@ -16,6 +16,7 @@ from engramdb.engine import Engine
 from engramdb.service.app import create_app
 from engramdb.service.errors import status_of
 from engramdb.service.settings import ServiceSettings
+from engramdb.storage.records import RecordQuery
 
 
 @pytest.fixture
@@ -211,6 +212,18 @@ async def test_a_retry_in_flight_is_409(app: FastAPI, http: httpx.AsyncClient) -
         release.set()
         assert (await first).status_code == 201
     assert (retry.status_code, retry.json()["error"]) == (409, "conflict")
+
+
+async def test_stored_answers_expire_after_the_configured_time(engine: Engine) -> None:
+    app = create_app(ServiceSettings(idempotency_ttl_s=60), engine=engine)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://service"
+    ) as http:
+        await http.post(
+            "/v1/memory/entries", json={"key": "k", "value": 1}, headers={"Idempotency-Key": "ttl"}
+        )
+    stored = await engine.backend.scan(RecordQuery("idempotency", None))
+    assert [r.ttl_ms for r in stored] == [60_000]
 
 
 async def test_reads_ignore_idempotency_keys(http: httpx.AsyncClient) -> None:

@@ -109,6 +109,27 @@ async def test_x_api_key_header_is_accepted(engine: Engine, acme_keys: dict[str,
         assert jwt_answer.status_code == 401
 
 
+async def test_a_key_verifies_only_in_its_own_tenant(
+    production: ClientFactory, engine: Engine, acme_keys: dict[str, str]
+) -> None:
+    await engine.tenancy.create_tenant("globex")
+    prefix, key_id, _, secret = acme_keys["alice"].split("_", 3)
+    moved = f"{prefix}_{key_id}_m5wg6ytfpa_{secret}"  # "globex" in base32
+    flipped = acme_keys["alice"][:-1] + ("B" if acme_keys["alice"].endswith("A") else "A")
+    for forged in (moved, f"{prefix}_{key_id}_zzzz_{secret}", flipped):
+        with pytest.raises(AuthenticationError):
+            await production(api_key=forged).list_plans()
+
+
+async def test_credential_events_are_not_in_the_tenant_log(
+    production: ClientFactory, acme_keys: dict[str, str]
+) -> None:
+    client = production(api_key=acme_keys["tenant"])
+    await client.store("k", "v")
+    events = (await client.events(limit=1000)).events
+    assert {e.provider_id for e in events} == {"event_sourced"}
+
+
 async def test_other_tenant_or_user_is_403(
     production: ClientFactory, acme_keys: dict[str, str]
 ) -> None:

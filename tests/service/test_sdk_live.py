@@ -231,7 +231,7 @@ async def test_entries_recall_events(connect: Connect, live_server: LiveServer) 
         "user.pet"
     ]
     results = await alice.recall("which city does the user live in")
-    assert results[0].entry.key == "user.city"
+    assert "user.city" in [r.entry.key for r in results[:3]]
     assert await alice.recall(RecallQuery(query="Miso", limit=1))
     assert await alice.delete("user.pet") is True
     assert await alice.delete("user.pet") is False

@@ -4,12 +4,16 @@ instances share them through the database.
 
 Tenants and users are local replicas of an identity service (the service spec): a JWT names
 them, and they are created on first sight (``ensure_tenant``). API keys are issued here:
-``ek_<key id>_<secret>``, of which only the SHA-256 of the whole key is stored; the key id
-finds the record without a scan. A tenant's deletion removes everything stored under it.
+``ek_<key id>_<tenant>_<secret>`` (the tenant in lowercase base32), of which only the
+SHA-256 of the whole key is stored. The key names its tenant so that verifying it reads
+that tenant's records only (on PostgreSQL, row-level security admits nothing else), and its
+id finds the record without a scan. A tenant's deletion removes everything stored under it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import re
@@ -20,7 +24,12 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from engramdb.core.errors import AuthenticationError, ConflictError, NotFoundError
+from engramdb.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    InvalidScopeError,
+    NotFoundError,
+)
 from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.core.types import utc_now
@@ -43,7 +52,7 @@ TENANCY_SPECS = (TENANT_SPEC, USER_SPEC, KEY_SPEC)
 
 Role = Literal["reader", "writer"]
 KEY_PREFIX = "ek_"
-_KEY = re.compile(r"^ek_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
+_KEY = re.compile(r"^ek_([0-9a-f]{12})_([a-z2-7]{1,300})_[A-Za-z0-9_-]{20,100}$")
 
 #: Builds the provider of a namespace bound to a scope (the engine's ``provider``).
 ProviderFactory = Callable[[ProjectionSpec, Scope], EventSourcedProvider]
@@ -98,6 +107,17 @@ class _Keys(ResourceStore[ApiKey]):
 
     def __init__(self, provider: EventSourcedProvider) -> None:
         super().__init__(provider, ApiKey)
+
+
+def _tenant_code(tenant_id: str) -> str:
+    return base64.b32encode(tenant_id.encode()).decode().rstrip("=").lower()
+
+
+def _tenant_of(code: str) -> str | None:
+    try:
+        return base64.b32decode(code.upper() + "=" * (-len(code) % 8)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def key_digest(token: str) -> str:
@@ -234,7 +254,7 @@ class Tenancy:
         if user_id is not None:
             Scope(tenant=tenant_id, user=user_id)
         key_id = secrets.token_hex(6)
-        token = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+        token = f"{KEY_PREFIX}{key_id}_{_tenant_code(tenant_id)}_{secrets.token_urlsafe(32)}"
         record = ApiKey(
             key_id=key_id,
             tenant_id=tenant_id,
@@ -270,7 +290,13 @@ class Tenancy:
                 so a caller learns nothing about which keys exist).
         """
         match = _KEY.fullmatch(token)
-        found = await self._find_key(match.group(1)) if match else None
+        tenant = _tenant_of(match.group(2)) if match else None
+        found = None
+        if match and tenant:
+            try:
+                found = await self._keys(tenant).find(match.group(1))
+            except InvalidScopeError:
+                found = None
         if (
             found is None
             or found.revoked_at is not None

@@ -60,6 +60,7 @@ class IdempotentRoute(APIRoute):
             principal = await authenticate(request)
             engine: Engine = request.app.state.engine
             store = engine.scope(tenant=principal.tenant).stored_responses
+            store.ttl_ms = request.app.state.settings.idempotency_ttl_s * 1000
             # Keys are per caller: the credentials' user and the scope the request acts in.
             acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]
             slot = _digest(principal.user or "", *acting, key)

@@ -6,9 +6,9 @@ engine defines them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, field_validator
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.intent import MemoryItem
@@ -19,6 +19,10 @@ T = TypeVar("T")
 #: Keys as the engine accepts them (documented in the schema, checked again by the engine).
 KeyField = Field(min_length=1, max_length=512, pattern=KEY_PATTERN)
 OptionalKey = Field(default=None, min_length=1, max_length=512, pattern=KEY_PATTERN)
+#: Any JSON value but null: a value goes by deleting its key, not by storing null.
+Value = Annotated[
+    JsonValue, WithJsonSchema({"not": {"type": "null"}, "description": "Any JSON value but null"})
+]
 
 Text = Field(min_length=1, max_length=1_000_000)
 
@@ -133,7 +137,7 @@ class ProcedureIn(Body):
 class StateIn(Body):
     """The value of one plan state key (any JSON value but null)."""
 
-    value: JsonValue
+    value: Value
 
     @field_validator("value")
     @classmethod
@@ -228,7 +232,7 @@ class EntryIn(Body):
     """A key/value entry of persistent memory."""
 
     key: str = KeyField
-    value: JsonValue
+    value: Value
     content_type: str = Field(default="fact", pattern=CONTENT_TYPE_PATTERN)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     ttl_ms: int | None = Field(default=None, gt=0)
