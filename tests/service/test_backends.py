@@ -1,0 +1,104 @@
+"""The service's stored resources, tenancy and idempotency over every storage backend: the
+same API calls on SQLite and on PostgreSQL (whose server the test suite requires)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+import engramdb
+from engramdb.client import MemoryClient, WorkflowState
+from engramdb.core.errors import AuthenticationError, ConflictError, NotFoundError
+from engramdb.engine import Engine, EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
+from engramdb.service.app import create_app
+from engramdb.service.settings import ServiceSettings
+from tests.postgres.database import empty_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def any_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
+) -> AsyncIterator[Engine]:
+    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        yield engine
+
+
+async def test_the_api_on_every_backend(any_engine: Engine) -> None:
+    tenancy = any_engine.tenancy
+    await tenancy.create_tenant("acme")
+    record, key = await tenancy.create_key("acme", user_id="alice")
+    app = create_app(ServiceSettings(auth="production"), engine=any_engine)
+    async with MemoryClient(
+        "http://service", api_key=key, transport=httpx.ASGITransport(app=app)
+    ) as client:
+        await client.store_task_context("t1", "research.requested", plan_id="p1")
+        await client.add_sub_task("t1", "s1")
+        assert (await client.get_task_by_subtask("s1")).task_id == "t1"
+        with pytest.raises(ConflictError):
+            await client.store_task_context("t1", "research.requested")
+        await client.create_plan("p1", "goal.set")
+        await client.update_plan("p1", status="done")
+        assert [p.plan_id for p in (await client.list_plans(status="done")).items] == ["p1"]
+        await client.create_session("s-1")
+        assert len((await client.list_sessions()).items) == 1
+        state = WorkflowState(client, "p1")
+        await state.record_action("started")
+        assert await state.get_action_history() == ["started"]
+        assert await state.cleanup() == 1
+        first = await client.upsert_knowledge("Python was created by Guido van Rossum.")
+        again = await client.upsert_knowledge("Python was created by Guido van Rossum!")
+        assert (first.status, again.status, again.id) == ("created", "updated", first.id)
+        await client.log_interaction("user", "I moved to Lisbon")
+        assert (await client.get_recent_history())[0].text == "I moved to Lisbon"
+        body = {"key": "k", "value": 1}
+        await client.request("POST", "/v1/memory/entries", json=body, idempotency_key="i")
+        replay = await client.request("POST", "/v1/memory/entries", json=body, idempotency_key="i")
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        await tenancy.revoke_key(record.key_id)
+        with pytest.raises(AuthenticationError):
+            await client.list_plans()
+    assert await tenancy.delete_tenant("acme") > 0
+    with pytest.raises(NotFoundError):
+        await any_engine.scope(tenant="acme").tasks.get("t1")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_two_instances_share_one_database(kind: str, tmp_path: Path) -> None:
+    target = str(tmp_path / "shared.db") if kind == "sqlite" else empty_database()
+    config = EngineConfig(embedder=None)
+    async with (
+        engramdb.open(target, config=config) as one,
+        engramdb.open(target, config=config) as two,
+    ):
+        await one.tenancy.create_tenant("acme")
+        _, key = await one.tenancy.create_key("acme")
+        clients = [
+            MemoryClient(
+                "http://service",
+                api_key=key,
+                transport=httpx.ASGITransport(
+                    app=create_app(ServiceSettings(auth="production"), engine=engine)
+                ),
+            )
+            for engine in (one, two)
+        ]
+        first, second = clients
+        await first.set_plan_state("p1", "step", 3)
+        assert (await second.get_plan_state("p1", "step")).value == 3
+        body = {"task_id": "t1", "event_type": "e"}
+        answer = await first.request(
+            "POST", "/v1/memory/task-context", json=body, idempotency_key="retry-1"
+        )
+        # The retry reaches the other instance: it replays instead of failing with 409.
+        replay = await second.request(
+            "POST", "/v1/memory/task-context", json=body, idempotency_key="retry-1"
+        )
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        assert replay.json() == answer.json()
+        for client in clients:
+            await client.aclose()
