@@ -123,7 +123,7 @@ def test_targets() -> None:
 
 
 async def test_unknown_targets_are_typed_errors() -> None:
-    with pytest.raises(UnsupportedTargetError, match="known: sqlite"):
+    with pytest.raises(UnsupportedTargetError, match="known: postgresql, sqlite"):
         await engramdb.open("redis://localhost")
     with pytest.raises(UnsupportedTargetError):
         await engramdb.open("sqlite://")
