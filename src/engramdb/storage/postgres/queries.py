@@ -201,29 +201,35 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
     table = table_for(query.namespace)
     text = " ".join(words)
     alternatives = " or ".join(f'"{word}"' for word in words)
+    # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
+    # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
+    # Records are joined for the final page only.
     sql = f"""
-        WITH lexemes AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %s))),
+        WITH lexemes AS (
+            SELECT array_agg(DISTINCT lexeme) AS wanted
+            FROM unnest(to_tsvector('{TEXT_CONFIG}', %s))),
         stats AS (
             SELECT count(*)::float8 AS docs, greatest(avg(length(tsv)), 1)::float8 AS avgdl
             FROM {table} WHERE {where}),
         hits AS (
-            SELECT id, tsv FROM {table}
+            SELECT id, key, tsv FROM {table}
             WHERE {where} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
         tf AS (
-            SELECT hits.id, t.lexeme, cardinality(t.positions)::float8 AS tf,
+            SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
                    length(hits.tsv)::float8 AS dl
-            FROM hits, unnest(hits.tsv) AS t
-            WHERE t.lexeme IN (SELECT lexeme FROM lexemes)),
+            FROM hits, lexemes,
+                 unnest(ts_filter(setweight(hits.tsv, 'A', lexemes.wanted), '{{a}}')) AS t),
         df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme),
         scores AS (
-            SELECT tf.id, sum(
+            SELECT tf.id, tf.key, sum(
                 greatest(ln((stats.docs - df.n + 0.5) / (df.n + 0.5)), 1e-6)
                 * tf.tf * {BM25_K1 + 1}
                 / (tf.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * tf.dl / stats.avgdl))
             ) AS score
-            FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id)
+            FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id, tf.key
+            ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
-        ORDER BY scores.score DESC, r.key LIMIT %s"""
+        ORDER BY scores.score DESC, r.key"""
     return sql, [text, *params, *params, alternatives, limit]
 
 
