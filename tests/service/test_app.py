@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from engramdb.core.errors import ConflictError, EngramError, StorageError
-from engramdb.engine import Engine
+from engramdb.core.errors import (
+    ConflictError,
+    EngineClosedError,
+    EngramError,
+    StorageError,
+    UsageError,
+)
+from engramdb.engine import Engine, EngineConfig
 from engramdb.service.app import create_app
 from engramdb.service.errors import status_of
 from engramdb.service.settings import ServiceSettings
@@ -291,3 +298,43 @@ def test_openapi_documents_every_operation(app: FastAPI) -> None:
 def test_create_app_needs_one_source(engine: Engine) -> None:
     with pytest.raises(ValueError, match="exactly one"):
         create_app(engine=engine, db="x.db")
+
+
+async def test_a_bug_is_a_500_without_its_traceback(engine: Engine) -> None:
+    app = create_app(engine=engine)
+
+    async def boom() -> None:
+        raise RuntimeError("secret internals")
+
+    app.add_api_route("/boom", boom)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as http:
+        response = await http.get("/boom")
+    assert response.status_code == 500
+    assert response.json()["error"] == "internal_error"
+    assert "secret" not in response.text
+
+
+async def test_an_app_on_a_database_opens_and_closes_its_engine(tmp_path: Path) -> None:
+    app = create_app(db=tmp_path / "served.db", config=EngineConfig(embedder=None))
+    async with app.router.lifespan_context(app):
+        opened: Engine = app.state.engine
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://service"
+        ) as http:
+            assert (await http.get("/healthz")).status_code == 200
+    with pytest.raises(EngineClosedError):
+        await opened.events.count()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"auth": "open"},
+        {"jwt_secret": "short"},
+        {"max_body_bytes": 10},
+    ],
+)
+def test_bad_settings_are_usage_errors(settings: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        ServiceSettings(**settings)
