@@ -5,6 +5,8 @@ Open a database with :func:`open` (async) or :func:`open_sync`, take a scope wit
 """
 
 from engramdb.core.errors import (
+    AuthenticationError,
+    ConflictError,
     DuplicateProviderError,
     EngineClosedError,
     EngramError,
@@ -17,6 +19,8 @@ from engramdb.core.errors import (
     InvalidValueError,
     MigrationError,
     NoProviderForTierError,
+    NotFoundError,
+    PermissionDeniedError,
     ProviderNotFoundError,
     ProviderReadOnlyError,
     RecallError,
@@ -80,8 +84,10 @@ from engramdb.sync import SyncEngine, open_sync
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuthenticationError",
     "Backend",
     "CapacityInfo",
+    "ConflictError",
     "DomainEvent",
     "DuplicateProviderError",
     "Engine",
@@ -121,6 +127,8 @@ __all__ = [
     "MemoryWritten",
     "MigrationError",
     "NoProviderForTierError",
+    "NotFoundError",
+    "PermissionDeniedError",
     "ProducerRef",
     "ProviderCapabilities",
     "ProviderFailure",
