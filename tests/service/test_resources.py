@@ -93,6 +93,8 @@ async def test_lists_page_and_filter(engine: Engine) -> None:
         await plans.list(limit=0)
     with pytest.raises(ValidationError):
         await plans.list(offset=-1)
+    with pytest.raises(ValidationError):
+        await plans.list(offset=2**70)
 
 
 async def test_subtask_lookup_is_exact(engine: Engine) -> None:

@@ -15,6 +15,8 @@ from engramdb.core.errors import InvalidKeyError, InvalidValueError, ValueTooLar
 MAX_KEY_CHARS = 512
 DEFAULT_MAX_VALUE_BYTES = 1_048_576
 MAX_METADATA_BYTES = 65_536
+#: A hundred years.
+MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
 _KEY = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
 _CONTENT_TYPE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 #: The same rules as regular expressions, for schemas that document them (OpenAPI).
@@ -53,12 +55,14 @@ def validate_content_type(content_type: object) -> str:
 
 
 def validate_ttl(ttl_ms: object) -> int | None:
-    """Return ``ttl_ms`` if it is ``None`` or a positive integer of milliseconds."""
+    """Return ``ttl_ms`` if it is ``None`` or a positive integer of milliseconds, at most
+    ``MAX_TTL_MS`` (an expiry time must stay a representable date)."""
     if ttl_ms is None:
         return None
-    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms <= 0:
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or not 0 < ttl_ms <= MAX_TTL_MS:
         raise InvalidValueError(
-            f"ttl_ms must be a positive integer, got {ttl_ms!r}", field="ttl_ms"
+            f"ttl_ms must be a positive integer up to {MAX_TTL_MS}, got {ttl_ms!r}",
+            field="ttl_ms",
         )
     return ttl_ms
 

@@ -30,6 +30,8 @@ from engramdb.storage.records import Record, RecordQuery
 #: Resources are shared by the whole tenant: every agent of a plan sees its task contexts.
 TENANT_LEVELS: tuple[Level, ...] = ("tenant",)
 MAX_PAGE = 1000
+#: Deeper than any list goes, and small enough for every database's integers.
+MAX_OFFSET = 1_000_000_000
 
 
 class Resource(EngramModel):
@@ -56,11 +58,11 @@ def resource_spec(namespace: str, key_text: KeyText = plain_key_text) -> Project
 
 
 def check_page(limit: int, offset: int) -> None:
-    """Reject a page size outside 1..1000 or a negative offset."""
+    """Reject a page size outside 1..1000 or an offset outside 0..MAX_OFFSET."""
     if not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit must be between 1 and {MAX_PAGE}", limit=limit)
-    if offset < 0:
-        raise ValidationError("offset must not be negative", offset=offset)
+    if not 0 <= offset <= MAX_OFFSET:
+        raise ValidationError(f"offset must be between 0 and {MAX_OFFSET}", offset=offset)
 
 
 class ResourceStore(Generic[M]):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, fi
 from engramdb.core.events import EventEnvelope
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import RecallResult
-from engramdb.core.validation import CONTENT_TYPE_PATTERN, KEY_PATTERN
+from engramdb.core.validation import CONTENT_TYPE_PATTERN, KEY_PATTERN, MAX_TTL_MS
 
 T = TypeVar("T")
 #: Keys as the engine accepts them (documented in the schema, checked again by the engine).
@@ -235,7 +235,7 @@ class EntryIn(Body):
     value: Value
     content_type: str = Field(default="fact", pattern=CONTENT_TYPE_PATTERN)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
-    ttl_ms: int | None = Field(default=None, gt=0)
+    ttl_ms: int | None = Field(default=None, gt=0, le=MAX_TTL_MS)
 
 
 class RecallOut(BaseModel):

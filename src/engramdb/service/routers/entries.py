@@ -12,7 +12,7 @@ from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, EntryIn, Page, RecallOut
-from engramdb.service.routing import KeyPath, area_router
+from engramdb.service.routing import KeyPath, Offset, area_router
 from engramdb.storage.records import RecordQuery
 
 router = area_router("/v1/memory", "entries")
@@ -37,7 +37,7 @@ async def list_entries(
     engine: EngineDep,
     prefix: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[MemoryEntry]:
     """Live entries of the caller's persistent memory by key, those starting with
     ``prefix`` only if given."""

@@ -13,7 +13,7 @@ from engramdb.orchestrator.tenancy import TENANCY_SPECS
 from engramdb.service.auth import ReadCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import EventPage
-from engramdb.service.routing import area_router
+from engramdb.service.routing import Position, area_router
 from engramdb.storage.backend import EventQuery
 
 router = area_router("/v1/events", "events")
@@ -25,7 +25,7 @@ HIDDEN = frozenset(spec.namespace for spec in (*TENANCY_SPECS, IDEMPOTENCY_SPEC)
 async def read_events(
     caller: ReadCaller,
     engine: EngineDep,
-    after: Annotated[int, Query(ge=0, description="Only events after this position")] = 0,
+    after: Position = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     event_type: Annotated[list[str] | None, Query(max_length=32)] = None,
 ) -> EventPage:

@@ -11,7 +11,7 @@ from engramdb.orchestrator.plans import Plan, Plans
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, PlanIn, PlanUpdate
-from engramdb.service.routing import KeyPath, area_router
+from engramdb.service.routing import KeyPath, Offset, area_router
 
 router = area_router("/v1/memory/plans", "plans")
 
@@ -36,7 +36,7 @@ async def list_plans(
     engine: EngineDep,
     status: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[Plan]:
     """The caller's plans (every plan of the tenant for a caller without a user), by id,
     with ``status`` only if given."""

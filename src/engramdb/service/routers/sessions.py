@@ -11,7 +11,7 @@ from engramdb.orchestrator.sessions import Session, Sessions
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, SessionIn, SessionUpdate
-from engramdb.service.routing import KeyPath, area_router
+from engramdb.service.routing import KeyPath, Offset, area_router
 
 router = area_router("/v1/memory/sessions", "sessions")
 
@@ -38,7 +38,7 @@ async def list_sessions(
     engine: EngineDep,
     agent_id: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[Session]:
     """The caller's sessions (every session of the tenant for a caller without a user), by
     id, with ``agent_id`` only if given."""

@@ -11,7 +11,7 @@ from engramdb.orchestrator.tasks import TaskContext
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, TaskContextIn, TaskContextUpdate
-from engramdb.service.routing import KeyPath, area_router
+from engramdb.service.routing import KeyPath, Offset, area_router
 
 router = area_router("/v1/memory/task-context", "task context")
 
@@ -29,7 +29,7 @@ async def list_tasks(
     engine: EngineDep,
     plan_id: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[TaskContext]:
     """Task contexts by id, those of ``plan_id`` only if given."""
     found = await caller.memory(engine).tasks.list(
