@@ -16,11 +16,12 @@ from engramdb.core.errors import (
     RelationNotFoundError,
     UsageError,
     ValidationError,
+    ValueTooLargeError,
 )
 from engramdb.core.types import RecallQuery
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
-from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
+from engramdb.providers.graph import GraphEntity, GraphMemoryProvider, GraphRelation
 from engramdb.providers.graph.working import STALE_AFTER_S
 from engramdb.storage.backend import EventQuery
 from tests.graph.conftest import entity
@@ -252,3 +253,30 @@ async def test_the_engine_export_includes_the_graph(
     records = {(i["provider_id"], i["key"]) for i in exported if i["kind"] == "record"}
     assert {("graph", "alice"), ("graph", "bob")} <= records
     assert ("graph.relations", relation.relation_id) in records
+
+
+async def test_a_batch_is_written_whole_or_not_at_all(
+    graph: GraphMemoryProvider, plain_engine: Engine
+) -> None:
+    await entity(graph, "alice")
+    await entity(graph, "bob")
+    before = await plain_engine.events.count()
+    fine = GraphRelation(source_id="alice", target_id="bob", relation_type="knows")
+    huge = GraphRelation(
+        source_id="bob", target_id="alice", relation_type="knows", properties={"x": "y" * 2**21}
+    )
+    with pytest.raises(ValueTooLargeError):
+        await graph.add_relations([fine, huge])
+    assert await plain_engine.events.count() == before
+    assert await graph.get_relations("alice", "both", history=True) == []
+    with pytest.raises(EntityNotFoundError):
+        await graph.add_relations([fine, GraphRelation(source_id="bob", target_id="zed")])
+    assert await graph.get_relations("alice", "both", history=True) == []
+
+
+async def test_concurrent_writers_resolve_to_one_entity(graph: GraphMemoryProvider) -> None:
+    entries = await asyncio.gather(
+        *(graph.add_entity(GraphEntity(name="Dana", entity_type="person")) for _ in range(8))
+    )
+    assert len({e.key for e in entries}) == 1
+    assert [e.name for e, _ in await graph.search_entities("Dana")] == ["Dana"]

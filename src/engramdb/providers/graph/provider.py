@@ -229,10 +229,6 @@ class GraphMemoryProvider(MemoryProvider):
 
     async def add_relations(self, relations: Sequence[GraphRelation]) -> list[GraphRelation]:
         """Add several relations in one transaction (all or none), in order."""
-        for relation in relations:
-            for moment in (relation.valid_at, relation.invalid_at):
-                if moment is not None and moment.tzinfo is None:
-                    raise ValidationError("relation times must be timezone-aware")
         graph = await self.working_graph()
         async with graph.lock:
             plan = await self._changes()

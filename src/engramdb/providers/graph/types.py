@@ -160,6 +160,13 @@ class GraphRelation(EngramModel):
     def _relation_type(cls, value: object) -> str:
         return type_name(value, "relation_type")
 
+    @field_validator("valid_at", "invalid_at", "recorded_at", "expired_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("relation times must be timezone-aware")
+        return value
+
     def holds_at(self, moment: datetime) -> bool:
         """Whether the fact held in the world at ``moment``."""
         start = self.valid_at or self.recorded_at
