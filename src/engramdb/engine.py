@@ -28,7 +28,7 @@ from engramdb.orchestrator.assemble import AssembledContext, Lookup, assemble
 from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.conversation import CONVERSATION_SPEC, ConversationMemory
 from engramdb.orchestrator.episodic import EPISODIC_SPEC, EpisodicMemory
-from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC, StoredResponses
+from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC
 from engramdb.orchestrator.plans import PLAN_SPEC, Plans
 from engramdb.orchestrator.plugin import StoredMemoryType
 from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
@@ -166,11 +166,6 @@ class ScopedMemory:
     def sessions(self) -> Sessions:
         """The sessions of this scope's tenant."""
         return Sessions(self.engine.provider(SESSION_SPEC, self.scope))
-
-    @property
-    def stored_responses(self) -> StoredResponses:
-        """The answers kept for idempotent retries in this scope's tenant."""
-        return StoredResponses(self.engine.provider(IDEMPOTENCY_SPEC, self.scope))
 
     def types(self) -> list[StoredMemoryType]:
         """The memory types of this scope."""

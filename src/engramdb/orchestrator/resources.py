@@ -80,7 +80,8 @@ class ResourceStore(Generic[M]):
         self.provider = provider
         self.model = model
 
-    def _model(self, record: Record) -> M:
+    def from_record(self, record: Record) -> M:
+        """The resource a stored record holds, with the times the store set."""
         value = dict(record.value) if isinstance(record.value, dict) else {}
         value["created_at"] = record.created_at
         value["updated_at"] = record.updated_at or record.created_at
@@ -96,7 +97,7 @@ class ResourceStore(Generic[M]):
     async def find(self, resource_id: str) -> M | None:
         """The resource ``resource_id``, or ``None``."""
         record = await self.provider.read_record(validate_key(resource_id))
-        return None if record is None else self._model(record)
+        return None if record is None else self.from_record(record)
 
     async def get(self, resource_id: str) -> M:
         """The resource ``resource_id``.
@@ -184,4 +185,6 @@ class ResourceStore(Generic[M]):
             )
         )
         more = len(records) > limit
-        return Page([self._model(r) for r in records[:limit]], offset + limit if more else None)
+        return Page(
+            [self.from_record(r) for r in records[:limit]], offset + limit if more else None
+        )

@@ -73,7 +73,7 @@ class TaskContexts(ResourceStore[TaskContext]):
             )
         )
         for record in records:
-            task = self._model(record)
+            task = self.from_record(record)
             if subtask_id in task.sub_tasks:
                 return task
         return None

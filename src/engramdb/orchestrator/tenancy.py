@@ -179,7 +179,9 @@ class Tenancy:
         )
         store = self._tenants("default")
         more = len(records) > limit
-        return Page([store._model(r) for r in records[:limit]], offset + limit if more else None)
+        return Page(
+            [store.from_record(r) for r in records[:limit]], offset + limit if more else None
+        )
 
     async def delete_tenant(self, tenant_id: str) -> int:
         """Delete a tenant and everything stored under it — memories, resources, users,
@@ -267,7 +269,7 @@ class Tenancy:
 
     async def _find_key(self, key_id: str) -> ApiKey | None:
         records = await self.backend.scan(RecordQuery(KEY_SPEC.namespace, None, keys=(key_id,)))
-        return self._keys(records[0].scope.tenant)._model(records[0]) if records else None
+        return self._keys(records[0].scope.tenant).from_record(records[0]) if records else None
 
     async def revoke_key(self, key_id: str) -> ApiKey:
         """Revoke an API key: it stops verifying at once. Raises ``NotFoundError``."""

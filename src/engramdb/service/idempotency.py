@@ -19,8 +19,9 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from engramdb.core.errors import ConflictError, ValidationError
+from engramdb.core.scope import Scope
 from engramdb.engine import Engine
-from engramdb.orchestrator.idempotency import StoredResponse
+from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC, StoredResponse, StoredResponses
 from engramdb.service.auth import authenticate
 
 HEADER = "idempotency-key"
@@ -59,8 +60,10 @@ class IdempotentRoute(APIRoute):
                 )
             principal = await authenticate(request)
             engine: Engine = request.app.state.engine
-            store = engine.scope(tenant=principal.tenant).stored_responses
-            store.ttl_ms = request.app.state.settings.idempotency_ttl_s * 1000
+            store = StoredResponses(
+                engine.provider(IDEMPOTENCY_SPEC, Scope(tenant=principal.tenant)),
+                ttl_ms=request.app.state.settings.idempotency_ttl_s * 1000,
+            )
             # Keys are per caller: the credentials' user and the scope the request acts in.
             acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]
             slot = _digest(principal.user or "", *acting, key)
