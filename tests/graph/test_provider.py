@@ -280,3 +280,19 @@ async def test_concurrent_writers_resolve_to_one_entity(graph: GraphMemoryProvid
     )
     assert len({e.key for e in entries}) == 1
     assert [e.name for e, _ in await graph.search_entities("Dana")] == ["Dana"]
+
+
+async def test_merge_entities_keeps_one_and_its_names(graph: GraphMemoryProvider) -> None:
+    await graph.add_entity(GraphEntity(entity_id="nyc", name="New York", entity_type="location"))
+    await graph.add_entity(GraphEntity(entity_id="big", name="Big Apple", entity_type="location"))
+    await entity(graph, "alice")
+    await graph.add_relation("alice", "big", "lives_in")
+    merged = await graph.merge_entities("nyc", "big")
+    assert merged.aliases == ["Big Apple"]
+    assert await graph.merge_entities("nyc", "nyc") == merged
+    assert [r.target_id for r in await graph.get_relations("alice")] == ["nyc"]
+    found = await graph.find_entity("big apple", "location")
+    assert found is not None
+    assert found.entity_id == "nyc"
+    with pytest.raises(ValidationError):
+        await graph.write("x", {"name": "X"}, content_type="entity", metadata={"a": 1})

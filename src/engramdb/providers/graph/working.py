@@ -45,7 +45,8 @@ class WorkingGraph:
     def __init__(self) -> None:
         self.graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
         self.record_ids: dict[str, int] = {}
-        self._names: dict[tuple[str, str], str] = {}
+        # (type, normalised name) -> the ids known by it
+        self._names: dict[tuple[str, str], list[str]] = {}
         self._ends: dict[str, tuple[str, str]] = {}
         self.lock = asyncio.Lock()
 
@@ -67,7 +68,8 @@ class WorkingGraph:
     def find_by_name(self, entity_type: str, name: str) -> GraphEntity | None:
         """The entity of ``entity_type`` known by ``name`` (or one of its aliases)."""
         found = self._names.get((entity_type, normalize_name(name)))
-        return None if found is None else self.entity(found)
+        # The lowest id when several share a name: the same answer before and after a reload.
+        return None if not found else self.entity(min(found))
 
     def put_entity(self, entity: GraphEntity, record_id: int | None = None) -> None:
         """Add or replace an entity node (its relations stay)."""
@@ -78,13 +80,18 @@ class WorkingGraph:
         if record_id is not None:
             self.record_ids[entity.entity_id] = record_id
         for name in (entity.name, *entity.aliases):
-            self._names.setdefault((entity.entity_type, normalize_name(name)), entity.entity_id)
+            ids = self._names.setdefault((entity.entity_type, normalize_name(name)), [])
+            if entity.entity_id not in ids:
+                ids.append(entity.entity_id)
 
     def _unindex(self, entity: GraphEntity) -> None:
         for name in (entity.name, *entity.aliases):
             slot = (entity.entity_type, normalize_name(name))
-            if self._names.get(slot) == entity.entity_id:
-                del self._names[slot]
+            ids = self._names.get(slot, [])
+            if entity.entity_id in ids:
+                ids.remove(entity.entity_id)
+            if not ids:
+                self._names.pop(slot, None)
 
     def remove_entity(self, entity_id: str) -> None:
         """Remove an entity and every relation touching it."""
