@@ -45,6 +45,7 @@ from engramdb.providers.event_sourced import (
     rebuild_namespace,
 )
 from engramdb.providers.graph import (
+    EXCLUSIVE_RELATIONS,
     GRAPH_NAMESPACES,
     GraphCache,
     GraphMemoryProvider,
@@ -76,6 +77,8 @@ class EngineConfig:
 
     ``embedder`` is the model that embeds memories for vector search: ``"default"`` is the
     local MiniLM (loaded on first use, one thread), ``None`` turns vectors off (BM25 only).
+    ``exclusive_relations`` are the graph relation types a source holds with one target at a
+    time (a new one ends the old one).
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -87,6 +90,7 @@ class EngineConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
     redaction: RedactionPolicy = field(default_factory=default_policy)
     llm: LLMConfig | None = None
+    exclusive_relations: frozenset[str] = EXCLUSIVE_RELATIONS
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -144,6 +148,7 @@ class ScopedMemory:
             producer=engine.producer,
             max_value_bytes=engine.config.max_value_bytes,
             llm=engine.llm,
+            exclusive_relations=engine.config.exclusive_relations,
         )
         self.manager = MemoryManager(
             [self.working_provider, *providers.values(), self.graph],

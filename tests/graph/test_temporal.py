@@ -4,11 +4,13 @@ it; queries answer for now by default and for any past moment with ``as_of``."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+import engramdb
 from engramdb.core.errors import RelationNotFoundError, ValidationError
-from engramdb.engine import Engine
+from engramdb.engine import Engine, EngineConfig
 from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
 from engramdb.storage.backend import EventQuery
 from tests.graph.conftest import entity
@@ -85,28 +87,23 @@ async def test_only_exclusive_types_contradict(people: GraphMemoryProvider) -> N
     assert [r.target_id for r in await people.get_relations("alice")] == ["bob", "carol"]
 
 
-async def test_exclusive_types_are_declared_per_provider(plain_engine: Engine) -> None:
-    base = plain_engine.scope(tenant="acme", user="alice").graph
-    graph = GraphMemoryProvider(
-        base.entries.backend,
-        base.scope,
-        graphs=base.graphs,
-        exclusive_relations=frozenset({"drives"}),
-    )
-    await entity(graph, "alice")
-    await entity(graph, "car-1", "vehicle")
-    await entity(graph, "car-2", "vehicle")
-    await entity(graph, "lisbon", "location")
-    await entity(graph, "porto", "location")
-    await graph.add_relation("alice", "car-1", "drives", valid_at=day(2020))
-    await graph.add_relation("alice", "car-2", "drives", valid_at=day(2022))
-    assert [r.target_id for r in await graph.get_relations("alice", relation_type="drives")] == [
-        "car-2"
-    ]
-    # lives_in is not exclusive for this provider: both addresses hold.
-    await graph.add_relation("alice", "lisbon", "lives_in", valid_at=day(2020))
-    await graph.add_relation("alice", "porto", "lives_in", valid_at=day(2022))
-    assert len(await graph.get_relations("alice", relation_type="lives_in")) == 2
+async def test_exclusive_types_are_declared_per_engine(db_path: Path) -> None:
+    config = EngineConfig(embedder=None, exclusive_relations=frozenset({"drives"}))
+    async with engramdb.open(db_path, config=config) as engine:
+        graph = engine.scope(tenant="acme", user="alice").graph
+        await entity(graph, "alice")
+        await entity(graph, "car-1", "vehicle")
+        await entity(graph, "car-2", "vehicle")
+        await entity(graph, "lisbon", "location")
+        await entity(graph, "porto", "location")
+        await graph.add_relation("alice", "car-1", "drives", valid_at=day(2020))
+        await graph.add_relation("alice", "car-2", "drives", valid_at=day(2022))
+        driven = await graph.get_relations("alice", relation_type="drives")
+        assert [r.target_id for r in driven] == ["car-2"]
+        # lives_in is not exclusive in this database: both addresses hold.
+        await graph.add_relation("alice", "lisbon", "lives_in", valid_at=day(2020))
+        await graph.add_relation("alice", "porto", "lives_in", valid_at=day(2022))
+        assert len(await graph.get_relations("alice", relation_type="lives_in")) == 2
 
 
 async def test_a_fact_can_be_ended_explicitly(people: GraphMemoryProvider) -> None:
