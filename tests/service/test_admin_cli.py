@@ -7,12 +7,18 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 import engramdb
 from engramdb.cli.app import app
-from engramdb.engine import EngineConfig
+from engramdb.client import MemoryClient
+from engramdb.core.errors import PermissionDeniedError
+from engramdb.engine import Engine, EngineConfig
+from engramdb.service.app import create_app
+from engramdb.service.settings import ServiceSettings
+from tests.service.conftest import JWT_SECRET
 
 
 @pytest.fixture
@@ -90,5 +96,51 @@ def test_serve_refuses_bad_options(
     cli: CliRunner, tmp_path: Path, args: list[str], message: str
 ) -> None:
     result = cli.invoke(app, ["--db", str(tmp_path / "s.db"), "serve", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_key_list_never_shows_the_hash(cli: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "admin.db"
+    invoke(cli, db, "admin", "tenant", "create", "acme")
+    invoke(cli, db, "admin", "key", "create", "acme", "--user", "alice", "--name", "ci")
+    listed = json.loads(invoke(cli, db, "--json", "admin", "key", "list", "acme"))
+    assert [(k["user_id"], k["role"], k["name"]) for k in listed] == [("alice", "writer", "ci")]
+    assert "sha256" not in listed[0]
+    shown = invoke(cli, db, "admin", "key", "list", "acme").split()
+    assert shown[1:] == ["alice", "writer", "live", "ci"]
+
+
+async def test_token_create_prints_a_jwt_the_service_accepts(
+    cli: CliRunner, engine: Engine
+) -> None:
+    result = cli.invoke(
+        app,
+        ["admin", "token", "create", "acme", "--user", "alice", "--role", "reader"],
+        env={"ENGRAM_JWT_SECRET": JWT_SECRET},
+    )
+    assert result.exit_code == 0, result.stderr
+    service = create_app(ServiceSettings(auth="production", jwt_secret=JWT_SECRET), engine=engine)
+    async with MemoryClient(
+        "http://service", token=result.stdout.strip(), transport=httpx.ASGITransport(app=service)
+    ) as client:
+        assert (await client.list_plans()).items == []
+        with pytest.raises(PermissionDeniedError):
+            await client.store("k", "v")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["acme"], {}, "secret is needed"),
+        (["acme"], {"ENGRAM_JWT_SECRET": "short"}, "at least 32"),
+        (["acme", "--role", "owner"], {"ENGRAM_JWT_SECRET": JWT_SECRET}, "--role must be"),
+        ([" acme "], {"ENGRAM_JWT_SECRET": JWT_SECRET}, "scope tenant"),
+    ],
+)
+def test_token_create_refuses_bad_input(
+    cli: CliRunner, args: list[str], env: dict[str, str], message: str
+) -> None:
+    result = cli.invoke(app, ["admin", "token", "create", *args], env=env)
     assert result.exit_code == 2
     assert message in result.stderr

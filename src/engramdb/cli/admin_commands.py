@@ -1,4 +1,5 @@
-"""``engram admin``: tenants, users and API keys of a served database."""
+"""``engram admin``: tenants, users and API keys of a served database, and development
+JWTs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from engramdb.cli.app import JsonFlag, run
 from engramdb.core.errors import UsageError
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.orchestrator.tenancy import Role
+
+
+def _role(role: str) -> Role:
+    if role not in ("reader", "writer"):
+        raise UsageError("--role must be 'reader' or 'writer'")
+    return "reader" if role == "reader" else "writer"
 
 
 def _show(ctx: typer.Context, data: Any, text: str) -> None:
@@ -27,6 +34,8 @@ def register(app: typer.Typer) -> None:
     tenant = typer.Typer(help="Tenants.", no_args_is_help=True)
     user = typer.Typer(help="Users of a tenant.", no_args_is_help=True)
     key = typer.Typer(help="API keys.", no_args_is_help=True)
+    token = typer.Typer(help="JWTs for development.", no_args_is_help=True)
+    admin.add_typer(token, name="token")
     admin.add_typer(tenant, name="tenant")
     admin.add_typer(user, name="user")
     admin.add_typer(key, name="key")
@@ -119,16 +128,13 @@ def register(app: typer.Typer) -> None:
         """Issue an API key; it is printed once and only its hash is stored."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            if role not in ("reader", "writer"):
-                raise UsageError("--role must be 'reader' or 'writer'")
-            chosen: Role = "reader" if role == "reader" else "writer"
-            made, token = await engine.tenancy.create_key(
-                tenant_id, user_id=user_id, role=chosen, name=name
+            made, secret = await engine.tenancy.create_key(
+                tenant_id, user_id=user_id, role=_role(role), name=name
             )
             _show(
                 ctx,
-                {"key_id": made.key_id, "api_key": token, "role": made.role},
-                f"key id  {made.key_id}\napi key {token}\n(shown once)",
+                {"key_id": made.key_id, "api_key": secret, "role": made.role},
+                f"key id  {made.key_id}\napi key {secret}\n(shown once)",
             )
 
         run(ctx, work, as_json)
@@ -146,3 +152,45 @@ def register(app: typer.Typer) -> None:
             )
 
         run(ctx, work, as_json)
+
+    @key.command("list")
+    def key_list(ctx: typer.Context, tenant_id: str, as_json: JsonFlag = False) -> None:
+        """List the API keys of a tenant (ids, users, roles; never the keys)."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            page = await engine.tenancy.list_keys(tenant_id, limit=1000)
+            rows = [
+                f"{k.key_id}\t{k.user_id or '*'}\t{k.role}\t"
+                f"{'revoked' if k.revoked_at else 'live'}\t{k.name}"
+                for k in page.items
+            ]
+            data = [k.model_dump(mode="json", exclude={"sha256"}) for k in page.items]
+            _show(ctx, data, "\n".join(rows))
+
+        run(ctx, work, as_json)
+
+    @token.command("create")
+    def token_create(
+        tenant_id: str,
+        user_id: Annotated[str | None, typer.Option("--user", help="The token's subject.")] = None,
+        role: Annotated[str, typer.Option(help="reader or writer.")] = "writer",
+        ttl: Annotated[int, typer.Option(min=1, help="Lifetime in seconds.")] = 3600,
+        secret: Annotated[
+            str | None, typer.Option(envvar="ENGRAM_JWT_SECRET", help="The HS256 secret.")
+        ] = None,
+        audience: Annotated[str | None, typer.Option(envvar="ENGRAM_JWT_AUDIENCE")] = None,
+    ) -> None:
+        """Print an HS256 JWT that `engram serve --auth production` accepts."""
+        from engramdb.service.auth import issue_token
+
+        try:
+            if not secret:
+                raise UsageError("the JWT secret is needed: --secret or ENGRAM_JWT_SECRET")
+            print(
+                issue_token(
+                    secret, tenant_id, user=user_id, role=_role(role), ttl_s=ttl, audience=audience
+                )
+            )
+        except UsageError as exc:
+            render.err.print(f"error: {exc.message}")
+            raise typer.Exit(2) from None

@@ -15,6 +15,7 @@ may name any user.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -22,7 +23,12 @@ import jwt
 from fastapi import Depends, Header, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from engramdb.core.errors import AuthenticationError, InvalidScopeError, PermissionDeniedError
+from engramdb.core.errors import (
+    AuthenticationError,
+    InvalidScopeError,
+    PermissionDeniedError,
+    UsageError,
+)
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.orchestrator.tenancy import KEY_PREFIX, Role
@@ -80,6 +86,30 @@ class Caller:
         return engine.scope(
             tenant=self.tenant, user=user or self.user, agent=self.agent, session=self.session
         )
+
+
+def issue_token(
+    secret: str,
+    tenant: str,
+    *,
+    user: str | None = None,
+    role: Role = "writer",
+    ttl_s: int = 3600,
+    audience: str | None = None,
+) -> str:
+    """An HS256 JWT this service accepts (for development and tests; production tokens come
+    from the identity service, signed with the same secret)."""
+    Scope(tenant=tenant, user=user)
+    if len(secret) < 32:
+        raise UsageError("the JWT secret must be at least 32 characters")
+    if ttl_s <= 0:
+        raise UsageError("a token's lifetime must be positive")
+    claims: dict[str, object] = {"tenant": tenant, "role": role, "exp": int(time.time()) + ttl_s}
+    if user is not None:
+        claims["sub"] = user
+    if audience is not None:
+        claims["aud"] = audience
+    return jwt.encode(claims, secret, algorithm="HS256")
 
 
 def _decode_jwt(token: str, settings: ServiceSettings) -> Principal:
