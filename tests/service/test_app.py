@@ -12,6 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from engramdb.client import MemoryClient
 from engramdb.core.errors import (
     ConflictError,
     EngineClosedError,
@@ -22,7 +23,7 @@ from engramdb.core.errors import (
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service.app import create_app
 from engramdb.service.errors import status_of
-from engramdb.service.settings import ServiceSettings
+from engramdb.service.settings import LOCAL_TENANT, ServiceSettings
 from engramdb.storage.records import RecordQuery
 
 
@@ -348,3 +349,10 @@ async def test_an_app_on_a_database_opens_and_closes_its_engine(tmp_path: Path) 
 def test_bad_settings_are_usage_errors(settings: dict[str, Any]) -> None:
     with pytest.raises(UsageError):
         ServiceSettings(**settings)
+
+
+async def test_local_mode_needs_no_credentials(local_client: MemoryClient) -> None:
+    entry = await local_client.store("user.city", "Lisbon")
+    assert entry.scope is not None
+    assert entry.scope.tenant == LOCAL_TENANT
+    assert (await local_client.health()).auth == "local"
