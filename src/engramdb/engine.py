@@ -47,6 +47,7 @@ from engramdb.providers.event_sourced import (
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
     GRAPH_NAMESPACES,
+    GRAPH_SPEC,
     GraphCache,
     GraphMemoryProvider,
     rebuild_graph,
@@ -289,7 +290,7 @@ class Engine:
         many. ``progress`` is called with the number of records embedded since its last call.
         """
         done = 0
-        for spec in self.specs:
+        for spec in (*self.specs, GRAPH_SPEC):
             if spec.vectors:
                 await self.backend.search.drop_vectors(spec.namespace)
                 done += await self.indexer.reindex(spec, progress)

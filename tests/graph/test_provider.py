@@ -296,3 +296,15 @@ async def test_merge_entities_keeps_one_and_its_names(graph: GraphMemoryProvider
     assert found.entity_id == "nyc"
     with pytest.raises(ValidationError):
         await graph.write("x", {"name": "X"}, content_type="entity", metadata={"a": 1})
+
+
+async def test_reindex_recomputes_the_entities_vectors(
+    db_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(db_path, config=EngineConfig(embedder=embedder)) as engine:
+        graph = engine.scope(tenant="acme", user="alice").graph
+        await graph.add_entity(GraphEntity(name="Rex", entity_type="animal"))
+        await graph.add_entity(GraphEntity(name="Lisbon", entity_type="location"))
+        before = await graph.search_entities("a dog")
+        assert await engine.reindex() == 2
+        assert await graph.search_entities("a dog") == before
