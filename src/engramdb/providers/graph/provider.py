@@ -12,6 +12,7 @@ relation to a missing entity is ``EntityNotFoundError`` and writes nothing).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -391,9 +392,13 @@ class GraphMemoryProvider(MemoryProvider):
 
     async def export_json(self, path: str | Path) -> Path:
         """Write this scope's graph (every entity and relation, ended ones included) to a JSON
-        file, atomically: a reader sees the old file or the new one, never half of one."""
+        file, atomically: a reader sees the old file or the new one, never half of one.
+
+        The file is written on a worker thread, with writers to this graph held off meanwhile.
+        """
         graph = await self.working_graph()
-        return write_snapshot(graph, Path(path))
+        async with graph.lock:
+            return await asyncio.to_thread(write_snapshot, graph, Path(path))
 
     # -- MemoryProvider -------------------------------------------------------------------
 
