@@ -10,8 +10,9 @@ import pytest
 
 import engramdb
 from engramdb.core.errors import RelationNotFoundError, ValidationError
+from engramdb.core.types import utc_now
 from engramdb.engine import Engine, EngineConfig
-from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
+from engramdb.providers.graph import GraphEntity, GraphMemoryProvider, GraphTraversal
 from engramdb.storage.backend import EventQuery
 from tests.graph.conftest import entity
 
@@ -151,3 +152,21 @@ async def test_contradictions_within_one_batch_come_out_as_if_written_one_by_one
     assert await places(people) == ["berlin"]
     assert await places(people, day(2021)) == ["lisbon"]
     assert isinstance(await people.get_entity("alice"), GraphEntity)
+
+
+async def test_known_at_answers_as_engram_knew_it_then(people: GraphMemoryProvider) -> None:
+    await people.add_relation("alice", "lisbon", "lives_in", valid_at=day(2020))
+    learned_lisbon = utc_now()
+    await people.add_relation("alice", "berlin", "lives_in", valid_at=day(2024))
+    # Before the move was learned, Engram believed Alice still lived in Lisbon, even "now".
+    believed = await people.get_relations(
+        "alice", relation_type="lives_in", known_at=learned_lisbon
+    )
+    assert [r.target_id for r in believed] == ["lisbon"]
+    assert await places(people) == ["berlin"]
+    before_anything = await people.get_relations("alice", known_at=day(2019))
+    assert before_anything == []
+    walk = GraphTraversal(start_entity_id="alice", pattern="neighbors", known_at=learned_lisbon)
+    assert [e.entity_id for e in await people.traverse(walk)] == ["lisbon"]
+    with pytest.raises(ValidationError):
+        GraphTraversal(start_entity_id="alice", known_at=datetime(2020, 1, 1))

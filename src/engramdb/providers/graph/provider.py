@@ -275,17 +275,20 @@ class GraphMemoryProvider(MemoryProvider):
         relation_type: str | None = None,
         *,
         as_of: datetime | None = None,
+        known_at: datetime | None = None,
         history: bool = False,
     ) -> list[GraphRelation]:
-        """Relations of ``entity_id`` that hold now (or at ``as_of``; every one ever stored
-        with ``history``), optionally of one type, oldest first."""
+        """Relations of ``entity_id`` that hold now (or at ``as_of``, as Engram knew them at
+        ``known_at``; every one ever stored with ``history``), optionally of one type, oldest
+        first."""
         graph = await self.working_graph()
         moment = as_of or utc_now()
         wanted = None if relation_type is None else type_name(relation_type, "relation_type")
         found = [
             r
             for r in graph.relations_of(entity_id, direction)
-            if (wanted is None or r.relation_type == wanted) and (history or r.holds_at(moment))
+            if (wanted is None or r.relation_type == wanted)
+            and (history or r.holds_at(moment, known_at))
         ]
         return sorted(found, key=lambda r: (r.valid_at or r.created_at, r.relation_id))
 

@@ -44,12 +44,13 @@ class Walk:
     direction: Direction
     relation_types: frozenset[str] | None
     moment: datetime
+    known_at: datetime | None = None
 
     def allows(self, relation: GraphRelation) -> bool:
         """Whether the walk may follow ``relation``."""
         if self.relation_types is not None and relation.relation_type not in self.relation_types:
             return False
-        return relation.holds_at(self.moment)
+        return relation.holds_at(self.moment, self.known_at)
 
     def steps(self, node: str) -> list[tuple[str, GraphRelation]]:
         """Each (neighbour, relation) reachable from ``node`` in one hop, in id order."""
@@ -224,6 +225,7 @@ def walk_of(graph: WorkingGraph, traversal: GraphTraversal, now: datetime) -> Wa
         traversal.direction,
         None if types is None else frozenset(types),
         traversal.as_of or now,
+        traversal.known_at,
     )
 
 

@@ -8,7 +8,9 @@ common ones (``EntityType.PERSON == "person"``).
 A relation carries two time lines. ``valid_at``/``invalid_at`` bound when the fact held in the
 world; ``recorded_at``/``expired_at`` when Engram learned it and when Engram retired it as the
 current belief (it was contradicted). A relation holds at a moment ``t`` when
-``valid_at <= t < invalid_at`` (an unset ``invalid_at`` is open-ended).
+``valid_at <= t < invalid_at`` (an unset ``invalid_at`` is open-ended). Asked as Engram knew
+it at ``known_at``, a relation recorded later does not exist yet, and an end learned later
+(``expired_at`` after ``known_at``) is not known yet.
 """
 
 from __future__ import annotations
@@ -167,12 +169,19 @@ class GraphRelation(EngramModel):
             raise ValueError("relation times must be timezone-aware")
         return value
 
-    def holds_at(self, moment: datetime) -> bool:
-        """Whether the fact held in the world at ``moment``."""
+    def holds_at(self, moment: datetime, known_at: datetime | None = None) -> bool:
+        """Whether the fact held in the world at ``moment`` (as Engram knew it at
+        ``known_at``, when given)."""
+        end = self.invalid_at
+        if known_at is not None:
+            if self.recorded_at is not None and self.recorded_at > known_at:
+                return False
+            if self.expired_at is not None and self.expired_at > known_at:
+                end = None
         start = self.valid_at or self.recorded_at
         if start is not None and moment < start:
             return False
-        return self.invalid_at is None or moment < self.invalid_at
+        return end is None or moment < end
 
 
 class GraphPath(EngramModel):
@@ -192,7 +201,7 @@ class GraphTraversal(EngramModel):
     the path patterns it limits the entities a path may pass through (its ends excepted).
     ``max_depth`` bounds every pattern (hops from the start); ``limit`` bounds the entities (or
     paths) returned. The path patterns need ``target_entity_id``. ``as_of`` asks about a past
-    moment instead of now.
+    moment instead of now; ``known_at`` asks as Engram knew the graph then.
     """
 
     start_entity_id: str = Field(min_length=1)
@@ -204,6 +213,7 @@ class GraphTraversal(EngramModel):
     direction: Direction = "outgoing"
     target_entity_id: str | None = None
     as_of: datetime | None = None
+    known_at: datetime | None = None
 
     @field_validator("relation_types", "entity_types", mode="before")
     @classmethod
@@ -225,6 +235,7 @@ class GraphTraversal(EngramModel):
             raise InvalidTraversalError("max_depth must be within 0-64", max_depth=self.max_depth)
         if not 1 <= self.limit <= 100_000:
             raise InvalidTraversalError("limit must be within 1-100000", limit=self.limit)
-        if self.as_of is not None and self.as_of.tzinfo is None:
-            raise InvalidTraversalError("as_of must be timezone-aware")
+        for moment in (self.as_of, self.known_at):
+            if moment is not None and moment.tzinfo is None:
+                raise InvalidTraversalError("as_of and known_at must be timezone-aware")
         return self
