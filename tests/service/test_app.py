@@ -281,6 +281,8 @@ def test_openapi_documents_every_operation(app: FastAPI) -> None:
         if path != "/healthz":
             for code in ("401", "403", "422"):
                 assert code in op["responses"], (path, method, code)
+        headers = {p["name"] for p in op.get("parameters", []) if p["in"] == "header"}
+        assert ("Idempotency-Key" in headers) == (method in ("post", "put", "delete"))
     paths = set(schema["paths"])
     for expected in (
         "/v1/memory/semantic",

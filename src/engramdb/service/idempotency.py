@@ -1,6 +1,6 @@
-"""Idempotent writes: a POST, PUT or DELETE sent with an ``Idempotency-Key`` header is done
-once; sending it again (same key, same caller, same request) replays the first answer, marked
-``Idempotent-Replayed: true``.
+"""Idempotent writes: a POST, PUT or DELETE sent with an ``Idempotency-Key`` header (1-255
+printable ASCII characters) is done once; sending it again (same key, same caller, same
+request) replays the first answer, marked ``Idempotent-Replayed: true``.
 
 Answers are kept in the database (``StoredResponses``), so a retry that reaches another
 instance replays too. The same key with a different request is refused (422), and a retry
@@ -12,6 +12,7 @@ wrote nothing and may be retried as it is.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -27,6 +28,7 @@ from engramdb.service.auth import authenticate
 HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY = 255
+_KEY = re.compile(rf"[ -~]{{1,{MAX_KEY}}}")
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _SCOPE_HEADERS = ("x-user-id", "x-agent-id", "x-session-id")
 #: Answer headers worth keeping for the replay.
@@ -41,8 +43,26 @@ def _digest(*parts: bytes | str) -> str:
     return hashed.hexdigest()
 
 
+#: How the header appears in the OpenAPI schema of every write.
+PARAMETER: dict[str, Any] = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Send a retried write with the same key: it is done once, and the first "
+    "answer is replayed (marked Idempotent-Replayed: true)",
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY, "pattern": "^[ -~]+$"},
+}
+
+
 class IdempotentRoute(APIRoute):
     """A route whose writes honour ``Idempotency-Key`` (see the module docstring)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        if set(options.get("methods") or ()) & _WRITES:
+            extra = dict(options.get("openapi_extra") or {})
+            extra["parameters"] = [*extra.get("parameters", []), PARAMETER]
+            options["openapi_extra"] = extra
+        super().__init__(path, endpoint, **options)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         """The route's handler, wrapped for idempotency when the route writes."""
@@ -54,9 +74,10 @@ class IdempotentRoute(APIRoute):
             key = request.headers.get(HEADER)
             if key is None:
                 return await handler(request)
-            if not 1 <= len(key) <= MAX_KEY or not key.isprintable():
+            if not _KEY.fullmatch(key):
                 raise ValidationError(
-                    f"Idempotency-Key must be 1-{MAX_KEY} printable characters", field=HEADER
+                    f"Idempotency-Key must be 1-{MAX_KEY} printable ASCII characters",
+                    field=HEADER,
                 )
             principal = await authenticate(request)
             engine: Engine = request.app.state.engine
