@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, fi
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.intent import MemoryItem
-from engramdb.core.types import RecallResult
+from engramdb.core.types import RecallResult, RecallScope
 from engramdb.core.validation import CONTENT_TYPE_PATTERN, KEY_PATTERN, MAX_TTL_MS
 
 T = TypeVar("T")
@@ -168,7 +168,7 @@ class PlanState(BaseModel):
 class TaskContextIn(Body):
     """A task context to store (the service spec's ``POST /v1/memory/task-context``)."""
 
-    task_id: str = Field(min_length=1, max_length=100)
+    task_id: str = Field(min_length=1, max_length=100, pattern=KEY_PATTERN)
     plan_id: str | None = Field(default=None, min_length=1, max_length=100)
     event_type: str = Field(min_length=1, max_length=255)
     response_event: str | None = Field(default=None, max_length=255)
@@ -193,7 +193,7 @@ class TaskContextUpdate(Body):
 class PlanIn(Body):
     """A plan to store; its user is the caller's."""
 
-    plan_id: str = Field(min_length=1, max_length=100)
+    plan_id: str = Field(min_length=1, max_length=100, pattern=KEY_PATTERN)
     goal_event: str = Field(min_length=1, max_length=255)
     goal_data: dict[str, JsonValue] = Field(default_factory=dict)
     status: str = Field(default="running", min_length=1, max_length=50)
@@ -212,7 +212,7 @@ class PlanUpdate(Body):
 class SessionIn(Body):
     """A session to store; its user is the caller's, its agent the caller's unless given."""
 
-    session_id: str = Field(min_length=1, max_length=100)
+    session_id: str = Field(min_length=1, max_length=100, pattern=KEY_PATTERN)
     agent_id: str | None = Field(default=None, min_length=1, max_length=100)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
@@ -236,6 +236,19 @@ class EntryIn(Body):
     content_type: str = Field(default="fact", pattern=CONTENT_TYPE_PATTERN)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     ttl_ms: int | None = Field(default=None, gt=0, le=MAX_TTL_MS)
+
+
+class RecallIn(Body):
+    """A unified recall (the engine's ``RecallQuery``). ``timeout_s`` bounds each provider's
+    time; over HTTP it is at least a second, as a shorter budget would only fail."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    scope: RecallScope = RecallScope.ALL
+    content_types: list[str] | None = None
+    provider_ids: list[str] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    metadata_filters: dict[str, JsonValue] = Field(default_factory=dict)
+    timeout_s: float | None = Field(default=None, ge=1, le=300)
 
 
 class RecallOut(BaseModel):

@@ -11,7 +11,7 @@ from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
-from engramdb.service.models import Deleted, EntryIn, Page, RecallOut
+from engramdb.service.models import Deleted, EntryIn, Page, RecallIn, RecallOut
 from engramdb.service.routing import KeyPath, Offset, area_router
 from engramdb.storage.records import RecordQuery
 
@@ -77,7 +77,8 @@ async def delete_entry(key: KeyPath, caller: WriteCaller, engine: EngineDep) -> 
 
 
 @router.post("/recall", summary="Unified recall")
-async def recall(query: RecallQuery, caller: ReadCaller, engine: EngineDep) -> RecallOut:
+async def recall(body: RecallIn, caller: ReadCaller, engine: EngineDep) -> RecallOut:
     """The memories across every provider of the caller's scope that best match the query,
     merged by relevance."""
+    query = RecallQuery.model_validate(body.model_dump())
     return RecallOut(results=await caller.memory(engine).manager.recall(query))
