@@ -18,12 +18,14 @@ from engramdb.core.errors import (
     ValidationError,
     ValueTooLargeError,
 )
-from engramdb.core.types import RecallQuery
+from engramdb.core.types import RecallQuery, utc_now
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.providers.graph import GraphEntity, GraphMemoryProvider, GraphRelation
+from engramdb.providers.graph.store import relation_record
 from engramdb.providers.graph.working import STALE_AFTER_S
 from engramdb.storage.backend import EventQuery
+from engramdb.storage.records import Put
 from tests.graph.conftest import entity
 
 
@@ -308,3 +310,15 @@ async def test_reindex_recomputes_the_entities_vectors(
         before = await graph.search_entities("a dog")
         assert await engine.reindex() == 2
         assert await graph.search_entities("a dog") == before
+
+
+async def test_a_stored_relation_without_its_entity_is_left_out_of_the_graph(
+    graph: GraphMemoryProvider, plain_engine: Engine
+) -> None:
+    await entity(graph, "alice")
+    dangling = GraphRelation(source_id="alice", target_id="gone", relation_type="knows")
+    record = relation_record(graph.scope, dangling, utc_now())
+    await plain_engine.backend.commit([Put(record)], [])
+    graph.graphs.drop()
+    assert await graph.get_relations("alice", history=True) == []
+    assert await graph.get_entity("gone") is None

@@ -57,7 +57,7 @@ class WorkingGraph:
     def entity(self, entity_id: str) -> GraphEntity | None:
         """The entity ``entity_id``, if the graph holds it."""
         data = self.graph.nodes.get(entity_id)
-        return None if data is None else data["entity"]
+        return None if data is None else data.get("entity")
 
     def relation(self, relation_id: str) -> GraphRelation | None:
         """The relation ``relation_id``, if the graph holds it."""
@@ -157,7 +157,10 @@ class WorkingGraph:
                 loaded.put_entity(entity_from_record(record), record.id)
             del records
             for record in await backend.scan(RecordQuery(RELATION_NAMESPACE, partition)):
-                loaded.put_relation(relation_from_record(record))
+                relation = relation_from_record(record)
+                # Never a node without its entity: a relation whose end is missing is left out.
+                if relation.source_id in loaded.graph and relation.target_id in loaded.graph:
+                    loaded.put_relation(relation)
             return loaded
         finally:
             if collecting:
