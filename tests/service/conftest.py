@@ -135,3 +135,33 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+Connect = Callable[..., MemoryClient]
+
+
+@pytest.fixture
+async def connect(live_server: LiveServer) -> AsyncIterator[Connect]:
+    """Clients of the live server: ``connect(api_key=…, user_id=…)``."""
+    made: list[MemoryClient] = []
+
+    def factory(
+        api_key: str | None = None,
+        *,
+        tenant_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> MemoryClient:
+        client = MemoryClient(
+            live_server.url,
+            api_key=api_key,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            agent_id=agent_id,
+        )
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        await client.aclose()

@@ -17,6 +17,10 @@ from engramdb.core.errors import (
     ConflictError,
     EngineClosedError,
     EngramError,
+    EntityNotFoundError,
+    GraphMemoryError,
+    InvalidTraversalError,
+    RelationNotFoundError,
     StorageError,
     UsageError,
 )
@@ -40,6 +44,7 @@ async def http(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
+GRAPH_404 = "entity_not_found"
 BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("POST", "/v1/memory/semantic", {"content": ""}, 422, "validation_error"),
     ("POST", "/v1/memory/semantic", {"content": "x", "extra": 1}, 422, "validation_error"),
@@ -113,6 +118,58 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("GET", f"/v1/events?after={2**70}", None, 422, "validation_error"),
     ("GET", f"/v1/memory/task-context?offset={2**70}", None, 422, "validation_error"),
     ("GET", f"/v1/memory/entries?offset={2**70}", None, 422, "validation_error"),
+    ("POST", "/v1/memory/graph/entities", {"name": ""}, 422, "validation_error"),
+    (
+        "POST",
+        "/v1/memory/graph/entities",
+        {"name": "x", "entity_type": "Person"},
+        422,
+        "validation_error",
+    ),
+    ("GET", "/v1/memory/graph/entities/nope", None, 404, "entity_not_found"),
+    ("DELETE", "/v1/memory/graph/entities/nope", None, 404, "entity_not_found"),
+    ("GET", "/v1/memory/graph/entities/nope/relations", None, 404, "entity_not_found"),
+    (
+        "GET",
+        "/v1/memory/graph/entities/nope/relations?as_of=2026-01-01T00:00:00",
+        None,
+        422,
+        "validation_error",
+    ),
+    ("POST", "/v1/memory/graph/relations", {"source_id": "a", "target_id": "b"}, 404, GRAPH_404),
+    (
+        "POST",
+        "/v1/memory/graph/relations",
+        {"source_id": "a", "target_id": "b", "valid_at": "2026-01-01T00:00:00"},
+        422,
+        "validation_error",
+    ),
+    ("DELETE", "/v1/memory/graph/relations/nope", None, 404, "relation_not_found"),
+    ("POST", "/v1/memory/graph/traverse", {"start_entity_id": "a"}, 404, GRAPH_404),
+    (
+        "POST",
+        "/v1/memory/graph/traverse",
+        {"start_entity_id": "a", "pattern": "shortest_path"},
+        422,
+        "invalid_traversal",
+    ),
+    (
+        "POST",
+        "/v1/memory/graph/traverse",
+        {"start_entity_id": "a", "max_depth": 65},
+        422,
+        "validation_error",
+    ),
+    (
+        "POST",
+        "/v1/memory/graph/traverse",
+        {"start_entity_id": "a", "pattern": "x"},
+        422,
+        "validation_error",
+    ),
+    ("GET", "/v1/memory/graph/search?q=", None, 422, "validation_error"),
+    ("GET", "/v1/memory/graph/search?q=x&entity_type=X", None, 422, "validation_error"),
+    ("POST", "/v1/memory/graph/ingest", {"text": ""}, 422, "validation_error"),
     ("GET", "/v1/nowhere", None, 404, "not_found"),
     ("PATCH", "/v1/memory/plans/p", None, 405, "method_not_allowed"),
 ]
@@ -263,6 +320,10 @@ def test_error_table() -> None:
     assert status_of(ConflictError("x")) == 409
     assert status_of(StorageError("x")) == 503
     assert status_of(EngramError("x")) == 500
+    assert status_of(EntityNotFoundError("x")) == 404
+    assert status_of(RelationNotFoundError("x")) == 404
+    assert status_of(InvalidTraversalError("x")) == 422
+    assert status_of(GraphMemoryError("x")) == 400
 
 
 async def test_health_and_local_tenant(http: httpx.AsyncClient, engine: Engine) -> None:
@@ -313,6 +374,14 @@ def test_openapi_documents_every_operation(app: FastAPI) -> None:
         "/v1/memory/entries",
         "/v1/memory/recall",
         "/v1/events",
+        "/v1/memory/graph/entities",
+        "/v1/memory/graph/entities/{entity_id}",
+        "/v1/memory/graph/entities/{entity_id}/relations",
+        "/v1/memory/graph/relations",
+        "/v1/memory/graph/relations/{relation_id}",
+        "/v1/memory/graph/traverse",
+        "/v1/memory/graph/search",
+        "/v1/memory/graph/ingest",
     ):
         assert expected in paths, expected
 

@@ -4,13 +4,12 @@ mode, API keys issued before it started, a temporary SQLite file)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
-from engramdb.client import MemoryClient, WorkflowState
+from engramdb.client import WorkflowState
 from engramdb.core.errors import (
     AuthenticationError,
     ConflictError,
@@ -19,36 +18,7 @@ from engramdb.core.errors import (
     ValidationError,
 )
 from engramdb.core.types import RecallQuery
-from tests.service.conftest import LIVE_TENANT, LiveServer
-
-Connect = Callable[..., MemoryClient]
-
-
-@pytest.fixture
-async def connect(live_server: LiveServer) -> AsyncIterator[Connect]:
-    """Clients of the live server: ``connect(api_key=…, user_id=…)``."""
-    made: list[MemoryClient] = []
-
-    def factory(
-        api_key: str | None = None,
-        *,
-        tenant_id: str | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> MemoryClient:
-        client = MemoryClient(
-            live_server.url,
-            api_key=api_key,
-            tenant_id=tenant_id,
-            user_id=user_id,
-            agent_id=agent_id,
-        )
-        made.append(client)
-        return client
-
-    yield factory
-    for client in made:
-        await client.aclose()
+from tests.service.conftest import LIVE_TENANT, Connect, LiveServer
 
 
 def unique(prefix: str) -> str:

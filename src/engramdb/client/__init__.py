@@ -1,7 +1,8 @@
 """The async Python client of the Engram REST service.
 
 ``MemoryClient`` has one method per endpoint, returning the service's typed models and
-raising the engine's typed errors; ``WorkflowState`` wraps a plan's working memory.
+raising the engine's typed errors (the graph's under ``MemoryClient.graph``, a
+``GraphClient``); ``WorkflowState`` wraps a plan's working memory.
 
 Example::
 
@@ -12,6 +13,7 @@ Example::
 
 from engramdb.client.client import MemoryClient
 from engramdb.client.errors import ServiceUnavailableError
+from engramdb.client.graph import GraphClient
 from engramdb.client.workflow import WorkflowState
 
-__all__ = ["MemoryClient", "ServiceUnavailableError", "WorkflowState"]
+__all__ = ["GraphClient", "MemoryClient", "ServiceUnavailableError", "WorkflowState"]

@@ -17,6 +17,7 @@ import httpx
 from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
+from engramdb.client.graph import GraphClient
 from engramdb.core.errors import NotFoundError
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
@@ -85,6 +86,8 @@ class MemoryClient:
             if value is not None
         }
         self.retries = retries
+        #: The graph endpoints (``memory.graph.add_entity(…)``), like ``mem.graph`` in process.
+        self.graph = GraphClient(self)
         self._http = httpx.AsyncClient(
             base_url=base_url, headers=headers, timeout=timeout, transport=transport
         )

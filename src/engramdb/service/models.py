@@ -1,19 +1,35 @@
 """The request and response bodies of the REST API, shared by the service and the client SDK
 (so both sides validate the same shapes). Stored resources (``TaskContext``, ``Plan``,
-``Session``), ``MemoryItem``, ``MemoryEntry`` and ``EventEnvelope`` are returned as the
-engine defines them."""
+``Session``), ``MemoryItem``, ``MemoryEntry``, ``EventEnvelope`` and the graph's
+``GraphEntity``, ``GraphRelation`` and ``GraphPath`` are returned as the engine defines them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    WithJsonSchema,
+    field_validator,
+)
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import RecallResult, RecallScope
 from engramdb.core.validation import CONTENT_TYPE_PATTERN, KEY_PATTERN, MAX_TTL_MS
+from engramdb.providers.graph.types import (
+    TYPE_NAME_PATTERN,
+    Direction,
+    GraphEntity,
+    GraphPath,
+    GraphRelation,
+    TraversalPattern,
+)
 
 T = TypeVar("T")
 #: Keys as the engine accepts them (documented in the schema, checked again by the engine).
@@ -262,3 +278,111 @@ class EventPage(BaseModel):
 
     events: list[EventEnvelope]
     next_cursor: int | None = None
+
+
+# -- graph ------------------------------------------------------------------------------------
+
+#: A type name of the graph (``person``, ``works_for``): a lowercase identifier.
+TypeName = Annotated[str, Field(pattern=TYPE_NAME_PATTERN)]
+#: Provenance of a graph fact: the memories it was learned from (``"episodic:<id>"``).
+Sources = Annotated[list[Annotated[str, Field(min_length=1, max_length=512)]], Field(max_length=64)]
+
+
+class EntityIn(Body):
+    """An entity of the caller's graph. Without ``entity_id`` it gets a fresh one; with
+    ``resolve``, an entity of the same type known by the same name (or alias) is updated
+    instead of a second one being made — the answer's ``entity_id`` says which."""
+
+    name: str = Field(min_length=1, max_length=1000)
+    entity_type: TypeName = "custom"
+    entity_id: str | None = OptionalKey
+    aliases: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=64
+    )
+    properties: dict[str, JsonValue] = Field(default_factory=dict)
+    sources: Sources = Field(default_factory=list)
+    resolve: bool = True
+
+
+class RelationIn(Body):
+    """A directed relation ``source_id`` → ``target_id``; both entities must exist.
+
+    ``valid_at`` is when the fact became true (default: now), ``invalid_at`` when it stopped;
+    both carry a timezone. A new fact of an exclusive type (``lives_in``, ``works_for``,
+    ``married_to``) ends the one it contradicts; ``same_as`` merges the target into the source.
+    """
+
+    source_id: str = KeyField
+    target_id: str = KeyField
+    relation_type: TypeName = "related_to"
+    properties: dict[str, JsonValue] = Field(default_factory=dict)
+    weight: float = Field(default=1.0, ge=-1e9, le=1e9)
+    valid_at: AwareDatetime | None = None
+    invalid_at: AwareDatetime | None = None
+    sources: Sources = Field(default_factory=list)
+
+
+class TraversalIn(Body):
+    """A traversal of the caller's graph (the engine's ``GraphTraversal``).
+
+    ``neighbors``, ``bfs`` and ``dfs`` return the entities reached within ``max_depth`` hops;
+    ``shortest_path`` and ``all_paths`` need ``target_entity_id`` and return the entities on the
+    path(s) and the paths themselves. ``relation_types`` limits the relations followed,
+    ``entity_types`` the entities returned (for paths: passed through). ``as_of`` asks about a
+    past moment, ``known_at`` as Engram knew the graph then.
+    """
+
+    start_entity_id: str = KeyField
+    pattern: TraversalPattern = TraversalPattern.BFS
+    target_entity_id: str | None = OptionalKey
+    max_depth: int = Field(default=2, ge=0, le=64)
+    direction: Direction = "outgoing"
+    relation_types: list[TypeName] | None = Field(default=None, max_length=64)
+    entity_types: list[TypeName] | None = Field(default=None, max_length=64)
+    limit: int = Field(default=100, ge=1, le=10_000)
+    as_of: AwareDatetime | None = None
+    known_at: AwareDatetime | None = None
+
+
+class Traversed(BaseModel):
+    """What a traversal reached; ``paths`` only for the path patterns."""
+
+    entities: list[GraphEntity]
+    paths: list[GraphPath] | None = None
+
+
+class Relations(BaseModel):
+    """Relations of an entity, oldest first."""
+
+    items: list[GraphRelation]
+
+
+class EntityHit(BaseModel):
+    """An entity found by a search, with its score in [0, 1]."""
+
+    entity: GraphEntity
+    score: float
+
+
+class EntityHits(BaseModel):
+    """Entities matching a search, best first."""
+
+    items: list[EntityHit]
+
+
+class IngestIn(Body):
+    """Text to turn into entities and relations. ``source`` is recorded on each as
+    provenance, ``occurred_at`` is when the facts became true (default: now), ``speaker`` is
+    who "I" is (default: the caller's user)."""
+
+    text: str = Field(min_length=1, max_length=100_000)
+    source: str | None = Field(default=None, min_length=1, max_length=512)
+    occurred_at: AwareDatetime | None = None
+    speaker: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class Ingested(BaseModel):
+    """What an ingest added: the entities (as stored, after resolution) and the relations."""
+
+    entities: list[GraphEntity]
+    relations: list[GraphRelation]

@@ -29,7 +29,9 @@ from engramdb.core.types import utc_now
 
 Direction = Literal["outgoing", "incoming", "both"]
 
-_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+#: What a type name looks like: a lowercase identifier of at most 64 characters.
+TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
+_TYPE_NAME = re.compile(TYPE_NAME_PATTERN)
 
 
 class EntityType(StrEnum):

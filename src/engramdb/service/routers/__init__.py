@@ -1,6 +1,6 @@
 """The routers of the API, one per area, registered by the app in this order.
 
-An area joins the API by adding its router here (the graph API, for one).
+An area joins the API by adding its router here.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from engramdb.service.routers import (
     entries,
     episodic,
     events,
+    graph,
     health,
     plans,
     procedural,
@@ -30,5 +31,6 @@ ROUTERS: list[APIRouter] = [
     plans.router,
     sessions.router,
     entries.router,
+    graph.router,
     events.router,
 ]
