@@ -190,34 +190,40 @@ UPSERT_VECTOR_IF_PRESENT = (
 )
 
 
-def text_search(
-    query: RecordQuery, match: str, limit: int, prefetch: int | None = None
-) -> tuple[str, list[Any]]:
-    """Full-text hits for ``match`` (an FTS5 query) among the records ``query`` selects, best
-    first, each row a record followed by its BM25 score (higher is better).
-
-    With ``prefetch``, only the ``prefetch`` best matches of the whole index are joined with
-    the records (fast: most matches are never read); the caller falls back to the full join
-    when the filters leave fewer than ``limit`` of them.
-    """
-    where, params = record_where(query)
-    ranked = "ORDER BY hit_rank LIMIT ?" if prefetch is not None else ""
-    match = f"text : ({match})"
-    if query.scope is not None:
+def text_match(query: RecordQuery, match: str, *, by_partition: bool) -> str:
+    """The FTS5 expression for ``match`` (words of the text column) among the records
+    ``query`` selects; ``by_partition`` also asks for the partition's token (see
+    ``partition.py``) when the query names exactly one partition."""
+    expression = f"text : ({match})"
+    if by_partition and query.scope is not None:
         scope = as_filter(query.scope)
         if set(scope.levels) == set(LEVEL_COLUMNS):
             token = partition_token(query.namespace, scope.scope.columns())
-            match = f"part : {token} AND {match}"
+            expression = f"part : {token} AND {expression}"
+    return expression
+
+
+#: The best full-text matches of an FTS5 expression with their BM25 rank (lower is better);
+#: the partition column weighs nothing: it selects, the text ranks.
+TEXT_HITS = (
+    "SELECT rowid, bm25(records_fts, 1.0, 0.0) AS hit_rank FROM records_fts "
+    "WHERE records_fts MATCH ? ORDER BY hit_rank LIMIT ?"
+)
+
+
+def text_search(query: RecordQuery, expression: str, limit: int) -> tuple[str, list[Any]]:
+    """Full-text hits for the FTS5 ``expression`` among the records ``query`` selects, best
+    first, each row a record followed by its BM25 score (higher is better); joins every
+    match, for when the best matches of the whole index do not hold enough of them."""
+    where, params = record_where(query)
     sql = (
-        # The partition column weighs nothing: it selects, the text ranks.
         "WITH hits AS (SELECT rowid AS hit_id, bm25(records_fts, 1.0, 0.0) AS hit_rank "
-        f"FROM records_fts WHERE records_fts MATCH ? {ranked}) "
+        "FROM records_fts WHERE records_fts MATCH ?) "
         f"SELECT {', '.join(RECORD_SELECTED)}, -hit_rank FROM hits "
         f"JOIN records ON records.id = hits.hit_id WHERE {where} "
         "ORDER BY hit_rank, key LIMIT ?"
     )
-    head = [match] if prefetch is None else [match, prefetch]
-    return sql, [*head, *params, limit]
+    return sql, [expression, *params, limit]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

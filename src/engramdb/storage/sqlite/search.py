@@ -4,7 +4,9 @@ conversation's neighbouring turns. Ranking itself happens above, in pure functio
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -15,8 +17,11 @@ from engramdb.storage.rows import row_record, time_text
 from engramdb.storage.sqlite.event_store import insert_events
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
+    TEXT_HITS,
     UPSERT_VECTOR_IF_PRESENT,
     record_select,
+    record_where,
+    text_match,
     text_search,
     unvectored_select,
     vector_select,
@@ -29,6 +34,8 @@ _PARTITION = (
 SavedVectors = list[tuple[Any, ...]]
 #: How many of the index's best full-text matches are read per wanted hit before filtering.
 PREFETCH_FACTOR = 4
+#: Seconds a partition's share of the index is trusted.
+SHARE_TTL_S = 60.0
 
 
 def save_vectors(conn: sqlite3.Connection, where: str, params: list[Any]) -> SavedVectors:
@@ -55,6 +62,7 @@ class SqliteSearch:
 
     def __init__(self, worker: SqliteWorker) -> None:
         self._worker = worker
+        self._shares: dict[tuple[str, object], tuple[bool, float]] = {}
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects that match the FTS5 expression ``match``, best first,
@@ -62,15 +70,43 @@ class SqliteSearch:
         prefetch = limit * PREFETCH_FACTOR
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            sql, params = text_search(query, match, limit, prefetch)
-            rows = conn.execute(sql, params).fetchall()
-            if len(rows) < limit:
+            expression = text_match(query, match, by_partition=self._is_small(conn, query))
+            hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
+            rank = dict(hits)
+            found: list[Record] = []
+            # Records are read for the best hits first, a limit's worth at a time, until the
+            # filters have let enough through.
+            for start in range(0, len(hits), limit):
+                ids = tuple(hit_id for hit_id, _ in hits[start : start + limit])
+                sql, params = record_select(replace(query, ids=ids, limit=None, offset=0))
+                found += [row_record(row) for row in conn.execute(sql, params)]
+                if len(found) >= limit:
+                    break
+            if len(found) < limit and len(hits) == prefetch:
                 # Other partitions (or filters) took the best matches: join them all.
-                sql, params = text_search(query, match, limit)
+                sql, params = text_search(query, expression, limit)
                 rows = conn.execute(sql, params).fetchall()
-            return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+                return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+            found.sort(key=lambda r: (rank[r.id], r.key))
+            return [(r, -float(rank[r.id])) for r in found[:limit]]
 
         return await self._worker.run(fetch)
+
+    def _is_small(self, conn: sqlite3.Connection, query: RecordQuery) -> bool:
+        """Whether ``query``'s partition holds under half of the indexed records (then asking
+        for its token pays; a partition that is most of the index would only slow the match
+        down). Sizes are remembered for a minute."""
+        now = time.monotonic()
+        key = (query.namespace, query.scope)
+        known = self._shares.get(key)
+        if known is None or now - known[1] > SHARE_TTL_S:
+            where, params = record_where(RecordQuery(query.namespace, query.scope))
+            (size,) = conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()
+            (total,) = conn.execute("SELECT count(*) FROM records").fetchone()
+            if len(self._shares) > 10_000:
+                self._shares.clear()
+            known = self._shares[key] = (size < total / 2, now)
+        return known[0]
 
     async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many indexed documents hold each term, and how many documents there are."""
