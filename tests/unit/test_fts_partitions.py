@@ -10,6 +10,7 @@ import pytest
 
 import engramdb
 from engramdb import EngineConfig, MemoryItem
+from engramdb.index.search_config import SearchConfig
 from engramdb.storage.sqlite import backend as sqlite_backend
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.schema import MIGRATIONS
@@ -77,3 +78,27 @@ async def test_a_file_from_before_the_token_is_upgraded_in_place(
         assert [h.text for h in await mem.episodic.remember("lighthouse")] == [
             "the lighthouse keeper retired"
         ]
+
+
+async def test_the_most_common_words_give_way_when_too_many_documents_would_be_scored(
+    tmp_path: Path,
+) -> None:
+    texts = [f"the harbour ferry left at {i}" for i in range(30)]
+    texts += ["a lighthouse by the ferry pier", "the old lighthouse keeper"]
+
+    async def found(budget: int) -> list[str]:
+        config = EngineConfig(
+            embedder=None, search=SearchConfig(max_term_share=0, max_scored_docs=budget)
+        )
+        async with engramdb.open(tmp_path / f"b{budget}.db", config=config) as engram:
+            mem = engram.scope(tenant="acme", user="alice")
+            await mem.episodic.memorize_many([MemoryItem(text=t) for t in texts])
+            return [h.text for h in await mem.episodic.remember("ferry lighthouse", limit=10)]
+
+    everything = await found(0)
+    assert len(everything) == 10
+    assert any(t.startswith("the harbour ferry") for t in everything)
+    # 32 documents would be scored for both words; within 5 only the rarer word is asked.
+    assert sorted(await found(5)) == sorted(
+        ["a lighthouse by the ferry pier", "the old lighthouse keeper"]
+    )

@@ -37,6 +37,9 @@ class SearchConfig:
         max_term_share: full-text query words found in more than this share of all documents
             are left out when the index is large (they barely move BM25 yet make it score
             every document that holds them); 0 keeps every word.
+        max_scored_docs: in a large partition, the most common query words are left out while
+            the rest would have BM25 score more than this many of its documents (each scored
+            document costs time; the words left out are the least telling); 0 keeps them.
         session_weight: share of a hit's score taken from its session's best hit (0 disables).
         strip_time: drop time expressions ("last week") from the full-text query; they are
             answered by the time boost, not by matching words.
@@ -59,6 +62,7 @@ class SearchConfig:
     neighbours: int = 0
     neighbour_decay: float = 0.5
     max_term_share: float = 0.05
+    max_scored_docs: int = 4000
     session_weight: float = 0.0
     strip_time: bool = True
     min_similarity: float = 0.0
@@ -71,3 +75,5 @@ class SearchConfig:
             raise ValueError(f"unknown fusion {self.fusion!r}")
         if self.candidates < 1 or self.rrf_k < 1 or self.neighbours < 0:
             raise ValueError("candidates and rrf_k must be positive, neighbours non-negative")
+        if self.max_scored_docs < 0:
+            raise ValueError("max_scored_docs must not be negative")

@@ -93,6 +93,7 @@ class Indexer:
         self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
         self._df: dict[str, tuple[int, float]] = {}
         self._total: tuple[int, float] = (0, -1e9)
+        self._sizes: dict[tuple[str, Scope], tuple[int, float]] = {}
         self._version: int | None = None
         self._checked = -STALE_AFTER_S
         self._lock = asyncio.Lock()
@@ -231,7 +232,8 @@ class Indexer:
         query_vector = self._query_vector(request.query) if wants_vectors else None
         if config.mode != "vector":
             text = strip_time_expressions(request.query) if config.strip_time else request.query
-            terms = await self._selective(query_terms(text) or query_terms(request.query))
+            words = query_terms(text) or query_terms(request.query)
+            terms = await self._selective(words, namespace, partition)
             match = fts_match(terms)
             if match is not None:
                 hits = await self.backend.search.text(base, match, config.candidates)
@@ -310,14 +312,18 @@ class Indexer:
         records.update((r.id, r) for r in found if r.id is not None)
         return {i for i in missing if i not in records}
 
-    async def _selective(self, terms: list[str]) -> list[str]:
-        """``terms`` without the ones too common to be worth scoring (``max_term_share``).
+    async def _selective(self, terms: list[str], namespace: str, partition: Scope) -> list[str]:
+        """``terms`` without the ones too common to be worth scoring.
 
-        Document frequencies are remembered for a minute: they only steer which words are
-        scored, never which documents match.
+        Two rules, both on the index's document frequencies: words found in more than
+        ``max_term_share`` of a large index are left out; then, while the words left would
+        have BM25 score more than ``max_scored_docs`` documents of this partition (estimated
+        from the partition's share of the index), the most common one is left out. The rarest
+        word always stays. Frequencies and sizes are remembered for a minute: they only steer
+        which words are scored, never which documents match.
         """
-        share = self.config.max_term_share
-        if share <= 0 or len(terms) < 2:
+        config = self.config
+        if (config.max_term_share <= 0 and not config.max_scored_docs) or len(terms) < 2:
             return terms
         now = time.monotonic()
         unknown = [t for t in terms if now - self._df.get(t, (0, -1e9))[1] > DF_TTL_S]
@@ -328,10 +334,30 @@ class Indexer:
             self._df.update({t: (n, now) for t, n in counts.items()})
             self._total = (total, now)
         total = self._total[0]
-        if total < MIN_DOCS_TO_PRUNE:
-            return terms
-        kept = [t for t in terms if self._df[t][0] <= share * total]
-        return kept or [min(terms, key=lambda t: self._df[t][0])]
+        df = {t: self._df[t][0] for t in terms}
+        kept = terms
+        if config.max_term_share > 0 and total >= MIN_DOCS_TO_PRUNE:
+            kept = [t for t in terms if df[t] <= config.max_term_share * total]
+            kept = kept or [min(terms, key=df.__getitem__)]
+        if config.max_scored_docs and len(kept) > 1 and total:
+            share = await self._partition_size(namespace, partition, now) / total
+            by_rarity = sorted(kept, key=lambda t: (df[t], t))
+            while len(by_rarity) > 1 and share * sum(df[t] for t in by_rarity) > (
+                config.max_scored_docs
+            ):
+                by_rarity.pop()
+            kept = [t for t in kept if t in by_rarity]
+        return kept
+
+    async def _partition_size(self, namespace: str, partition: Scope, now: float) -> int:
+        """How many records the partition holds (remembered for a minute)."""
+        known = self._sizes.get((namespace, partition))
+        if known is None or now - known[1] > DF_TTL_S:
+            size = await self.backend.count(RecordQuery(namespace, partition))
+            if len(self._sizes) > 10_000:
+                self._sizes.clear()
+            known = self._sizes[(namespace, partition)] = (size, now)
+        return known[0]
 
     async def _vector_scores(
         self,
