@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -57,6 +58,20 @@ async def test_near_duplicate_upsert_reports_created_or_updated(engine: Engine) 
     assert (near.status, near.id) == ("updated", first.id)
     assert other.status == "created"
     assert (await semantic.get_capacity_info()).item_count == 2
+
+
+async def test_without_an_embedder_the_same_fact_again_is_an_update(tmp_path: Path) -> None:
+    async with engramdb.open(tmp_path / "n.db", config=EngineConfig(embedder=None)) as engine:
+        semantic = engine.scope(tenant="acme", user="alice").semantic
+        fact = MemoryItem(text="Python was created by Guido van Rossum.")
+        first = await semantic.memorize(fact, dedupe_threshold=0.9)
+        again = await semantic.memorize(fact, dedupe_threshold=0.9)
+        other = await semantic.memorize(
+            MemoryItem(text="Lisbon is in Portugal."), dedupe_threshold=0.9
+        )
+        assert (first.status, again.status, other.status) == ("created", "updated", "created")
+        assert again.id == first.id
+        assert (await semantic.get_capacity_info()).item_count == 2
 
 
 async def test_public_facts_are_shared_with_the_tenant(engine: Engine) -> None:

@@ -114,6 +114,11 @@ class SemanticMemory(StoredMemoryType):
         request = self._request(item, key=key, version=version)
         if dedupe_threshold is not None:
             entry, status = await target.upsert_similar(request, dedupe_threshold)
+            # The same fact (or key) written again is an update even when nothing scores
+            # similarity: without an embedder only an identical value counts as a twin, and a
+            # new version's value differs from the old one by its version number.
+            if current is not None and entry.key == key:
+                status = "updated"
             return MemorizeResult(id=entry.key, status=status)
         entry = (await target.write_many([request]))[0]
         evicted = await self._evict() if not public else []
