@@ -88,7 +88,6 @@ from engramdb.engine import Engine
 from engramdb.index.embedder import Embedder
 from engramdb.index.embedding_cache import PersistentEmbeddingCache
 from engramdb.index.minilm import MiniLMEmbedder
-from engramdb.index.query_terms import fts_match, query_terms
 from engramdb.index.search_config import SearchConfig
 from engramdb.orchestrator.episodic import NAMESPACE, episode_embed_text
 from engramdb.storage.records import RecordQuery
@@ -588,7 +587,7 @@ class Bench:
         self, engine: Engine, embedder: MiniLMEmbedder, questions: Sequence[str]
     ) -> dict[str, Any]:
         """The parts of one ``remember``, each timed alone: query embedding, vector-index
-        search, the BM25 candidate query."""
+        search, the BM25 candidate query (the words hybrid search asks for)."""
         mem = engine.scope(tenant=TENANT, user=USER, session="questions")
         partition: Scope = mem.episodic.provider.partition
         index = await engine.indexer.vector_index(NAMESPACE, partition)
@@ -604,7 +603,7 @@ class Bench:
             t0 = time.perf_counter()
             index.search(vector, candidates)
             vector_s.append(time.perf_counter() - t0)
-            match = fts_match(query_terms(question))
+            match = await engine.indexer.full_text_match(question, NAMESPACE, partition)
             if match is None:
                 continue
             base = RecordQuery(NAMESPACE, partition, alive_at=utc_now())

@@ -231,10 +231,7 @@ class Indexer:
         # The model embeds the query on its own thread while SQLite runs the full-text query.
         query_vector = self._query_vector(request.query) if wants_vectors else None
         if config.mode != "vector":
-            text = strip_time_expressions(request.query) if config.strip_time else request.query
-            words = query_terms(text) or query_terms(request.query)
-            terms = await self._selective(words, namespace, partition)
-            match = fts_match(terms)
+            match = await self.full_text_match(request.query, namespace, partition)
             if match is not None:
                 hits = await self.backend.search.text(base, match, config.candidates)
                 scores["bm25"] = {r.id: s for r, s in hits if r.id is not None}
@@ -311,6 +308,13 @@ class Indexer:
         )
         records.update((r.id, r) for r in found if r.id is not None)
         return {i for i in missing if i not in records}
+
+    async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:
+        """The full-text expression hybrid search asks of ``namespace``'s ``partition`` for
+        ``query``: its words, without time expressions and the words too common to score."""
+        text = strip_time_expressions(query) if self.config.strip_time else query
+        words = query_terms(text) or query_terms(query)
+        return fts_match(await self._selective(words, namespace, partition))
 
     async def _selective(self, terms: list[str], namespace: str, partition: Scope) -> list[str]:
         """``terms`` without the ones too common to be worth scoring.
