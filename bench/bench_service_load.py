@@ -1,10 +1,11 @@
 """Load benchmark of the REST service: N concurrent SDK clients against a real ``engram serve``.
 
 Starts ``engram serve`` (local mode, one process) on a free loopback port with a fresh SQLite
-file, then runs ``--clients`` concurrent ``MemoryClient`` loops for ``--seconds``. Each
-client acts as its own user and draws its next operation at random: 40 % episodic writes
-(``log_interaction``), 20 % semantic writes (``store_knowledge``), 25 % episodic searches and
-15 % semantic searches. Every call's latency is recorded, per kind.
+file (or, with ``--postgres SERVER_URL``, a throwaway database created on that PostgreSQL
+server and dropped afterwards), then runs ``--clients`` concurrent ``MemoryClient`` loops for
+``--seconds``. Each client acts as its own user and draws its next operation at random: 40 %
+episodic writes (``log_interaction``), 20 % semantic writes (``store_knowledge``), 25 %
+episodic searches and 15 % semantic searches. Every call's latency is recorded, per kind.
 
 After the run the server is stopped and the database opened directly: every write the
 service acknowledged must be stored (looked up by the id it returned), so the count of lost
@@ -14,6 +15,8 @@ Run by hand (not in CI)::
 
     python bench/bench_service_load.py --clients 8 --seconds 30
     python bench/bench_service_load.py --clients 8 --seconds 30 --no-vectors
+    python bench/bench_service_load.py --clients 8 --seconds 30 \
+        --postgres postgresql://postgres@127.0.0.1:5432/postgres
 
 Results are printed as a table and written as JSON to ``bench/results/`` (git-ignored).
 """
@@ -33,11 +36,15 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import psycopg
 from bench_common import percentiles
 from rich.console import Console
 from rich.table import Table
@@ -106,7 +113,7 @@ async def run_client(url: str, user: str, deadline: float, seed: int) -> ClientL
     return log
 
 
-async def count_stored(db: Path, logs: list[ClientLog]) -> dict[str, int]:
+async def count_stored(db: str, logs: list[ClientLog]) -> dict[str, int]:
     """How many acknowledged writes are in the database, and how many are missing."""
     acked = stored = 0
     async with engramdb.open(db, config=EngineConfig(embedder=None)) as engine:
@@ -124,18 +131,39 @@ async def count_stored(db: Path, logs: list[ClientLog]) -> dict[str, int]:
     return {"acknowledged": acked, "stored": stored, "lost": acked - stored}
 
 
-def start_server(db: Path, port: int, vectors: bool) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "engramdb.cli", "--db", str(db), "serve"]
+@contextmanager
+def database(tmp: Path, postgres: str | None) -> Iterator[str]:
+    """A fresh database: a SQLite file in ``tmp``, or a throwaway database on the PostgreSQL
+    server ``postgres`` (dropped afterwards)."""
+    if postgres is None:
+        yield str(tmp / "service.db")
+        return
+    name = f"engram_bench_{os.getpid()}"
+    create = f'CREATE DATABASE "{name}"'
+    drop = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute(drop)
+        conn.execute(create)
+    parts = urlsplit(postgres)
+    try:
+        yield urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+    finally:
+        with psycopg.connect(postgres, autocommit=True) as conn:
+            conn.execute(drop)
+
+
+def start_server(db: str, logs: Path, port: int, vectors: bool) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "engramdb.cli", "--db", db, "serve"]
     args += ["--host", "127.0.0.1", "--port", str(port)]
     if not vectors:
         args.append("--no-vectors")
-    log = (db.parent / "serve.log").open("wb")  # a file, not a pipe nobody drains
+    log = (logs / "serve.log").open("wb")  # a file, not a pipe nobody drains
     server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"engram serve exited: {(db.parent / 'serve.log').read_text()}")
+            raise RuntimeError(f"engram serve exited: {(logs / 'serve.log').read_text()}")
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return server
@@ -144,11 +172,12 @@ def start_server(db: Path, port: int, vectors: bool) -> subprocess.Popen[bytes]:
     raise RuntimeError("engram serve did not start in 120 s")
 
 
-async def bench(clients: int, seconds: float, vectors: bool) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "service.db"
+async def bench(
+    clients: int, seconds: float, vectors: bool, postgres: str | None
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, database(Path(tmp), postgres) as db:
         port = free_port()
-        server = start_server(db, port, vectors)
+        server = start_server(db, Path(tmp), port, vectors)
         try:
             started = time.monotonic()
             logs = await asyncio.gather(
@@ -169,6 +198,7 @@ async def bench(clients: int, seconds: float, vectors: bool) -> dict[str, Any]:
     everything = [s for samples in merged.values() for s in samples]
     errors = [e for log in logs for e in log.errors]
     return {
+        "backend": "postgresql" if postgres else "sqlite",
         "clients": clients,
         "seconds": round(elapsed, 2),
         "vectors": vectors,
@@ -187,7 +217,7 @@ async def bench(clients: int, seconds: float, vectors: bool) -> dict[str, Any]:
 
 def show(result: dict[str, Any]) -> None:
     table = Table(
-        title=f"{result['clients']} clients, {result['seconds']} s, vectors "
+        title=f"{result['backend']}, {result['clients']} clients, {result['seconds']} s, vectors "
         f"{'on' if result['vectors'] else 'off'}: {result['throughput_ops_s']} ops/s"
     )
     for column in ("operation", "count", "p50 ms", "p95 ms", "p99 ms", "max ms"):
@@ -205,8 +235,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--no-vectors", action="store_true", help="serve without the embedder")
+    parser.add_argument(
+        "--postgres",
+        metavar="SERVER_URL",
+        help="serve a throwaway database on this PostgreSQL server instead of SQLite",
+    )
     options = parser.parse_args()
-    result = asyncio.run(bench(options.clients, options.seconds, not options.no_vectors))
+    result = asyncio.run(
+        bench(options.clients, options.seconds, not options.no_vectors, options.postgres)
+    )
     result["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count()}
     result["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     show(result)
