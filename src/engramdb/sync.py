@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -15,6 +16,15 @@ from engramdb.core.scope import DEFAULT_TENANT
 from engramdb.core.types import MemoryEntry, MemoryTier, RecallQuery, RecallResult
 from engramdb.engine import Engine, EngineConfig, RebuildReport, ScopedMemory
 from engramdb.engine import open as open_async
+from engramdb.providers.graph import (
+    GraphEntity,
+    GraphIngest,
+    GraphMemoryProvider,
+    GraphPath,
+    GraphRelation,
+    GraphTraversal,
+)
+from engramdb.providers.graph.types import Direction
 from engramdb.storage.backend import EventQuery
 
 T = TypeVar("T")
@@ -39,11 +49,94 @@ class _Portal:
         self._loop.close()
 
 
+class SyncGraph:
+    """Blocking view of a scope's graph memory (``GraphMemoryProvider``)."""
+
+    def __init__(self, graph: GraphMemoryProvider, portal: _Portal) -> None:
+        self.graph, self._portal = graph, portal
+
+    def add_entity(self, entity: GraphEntity, *, resolve: bool = True) -> MemoryEntry:
+        """See ``GraphMemoryProvider.add_entity``."""
+        return self._portal.call(self.graph.add_entity(entity, resolve=resolve))
+
+    def add_entities(
+        self, entities: Sequence[GraphEntity], *, resolve: bool = True
+    ) -> list[MemoryEntry]:
+        """See ``GraphMemoryProvider.add_entities``."""
+        return self._portal.call(self.graph.add_entities(entities, resolve=resolve))
+
+    def get_entity(self, entity_id: str) -> GraphEntity | None:
+        """See ``GraphMemoryProvider.get_entity``."""
+        return self._portal.call(self.graph.get_entity(entity_id))
+
+    def find_entity(self, name: str, entity_type: str) -> GraphEntity | None:
+        """See ``GraphMemoryProvider.find_entity``."""
+        return self._portal.call(self.graph.find_entity(name, entity_type))
+
+    def merge_entities(self, kept_id: str, merged_id: str) -> GraphEntity:
+        """See ``GraphMemoryProvider.merge_entities``."""
+        return self._portal.call(self.graph.merge_entities(kept_id, merged_id))
+
+    def delete(self, key: str) -> bool:
+        """See ``GraphMemoryProvider.delete``."""
+        return self._portal.call(self.graph.delete(key))
+
+    def add_relation(
+        self, source_id: str, target_id: str, *args: Any, **options: Any
+    ) -> GraphRelation:
+        """See ``GraphMemoryProvider.add_relation``."""
+        return self._portal.call(self.graph.add_relation(source_id, target_id, *args, **options))
+
+    def add_relations(self, relations: Sequence[GraphRelation]) -> list[GraphRelation]:
+        """See ``GraphMemoryProvider.add_relations``."""
+        return self._portal.call(self.graph.add_relations(relations))
+
+    def invalidate_relation(self, relation_id: str, *, at: datetime | None = None) -> GraphRelation:
+        """See ``GraphMemoryProvider.invalidate_relation``."""
+        return self._portal.call(self.graph.invalidate_relation(relation_id, at=at))
+
+    def delete_relation(self, relation_id: str) -> None:
+        """See ``GraphMemoryProvider.delete_relation``."""
+        self._portal.call(self.graph.delete_relation(relation_id))
+
+    def get_relations(
+        self,
+        entity_id: str,
+        direction: Direction = "outgoing",
+        relation_type: str | None = None,
+        **options: Any,
+    ) -> list[GraphRelation]:
+        """See ``GraphMemoryProvider.get_relations``."""
+        found = self.graph.get_relations(entity_id, direction, relation_type, **options)
+        return self._portal.call(found)
+
+    def traverse(self, traversal: GraphTraversal) -> list[GraphEntity]:
+        """See ``GraphMemoryProvider.traverse``."""
+        return self._portal.call(self.graph.traverse(traversal))
+
+    def paths(self, traversal: GraphTraversal) -> list[GraphPath]:
+        """See ``GraphMemoryProvider.paths``."""
+        return self._portal.call(self.graph.paths(traversal))
+
+    def search_entities(self, query: str, **options: Any) -> list[tuple[GraphEntity, float]]:
+        """See ``GraphMemoryProvider.search_entities``."""
+        return self._portal.call(self.graph.search_entities(query, **options))
+
+    def ingest(self, text: str, **options: Any) -> GraphIngest:
+        """See ``GraphMemoryProvider.ingest``."""
+        return self._portal.call(self.graph.ingest(text, **options))
+
+    def export_json(self, path: str | Path) -> Path:
+        """See ``GraphMemoryProvider.export_json``."""
+        return self._portal.call(self.graph.export_json(path))
+
+
 class SyncMemory:
-    """Blocking view of a ``ScopedMemory``'s manager."""
+    """Blocking view of a ``ScopedMemory``'s manager, and of its graph (``graph``)."""
 
     def __init__(self, memory: ScopedMemory, portal: _Portal) -> None:
         self.memory, self._portal = memory, portal
+        self.graph = SyncGraph(memory.graph, portal)
 
     def store(
         self, key: str, value: Any, *, tier: MemoryTier = MemoryTier.WORKING, **options: Any
