@@ -4,6 +4,7 @@ same API calls on SQLite and on PostgreSQL (whose server the test suite requires
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -11,7 +12,12 @@ import pytest
 
 import engramdb
 from engramdb.client import MemoryClient, WorkflowState
-from engramdb.core.errors import AuthenticationError, ConflictError, NotFoundError
+from engramdb.core.errors import (
+    AuthenticationError,
+    ConflictError,
+    EntityNotFoundError,
+    NotFoundError,
+)
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.service.app import create_app
@@ -65,6 +71,39 @@ async def test_the_api_on_every_backend(any_engine: Engine) -> None:
     assert await tenancy.delete_tenant("acme") > 0
     with pytest.raises(NotFoundError):
         await any_engine.scope(tenant="acme").tasks.get("t1")
+
+
+async def test_the_graph_api_on_every_backend(any_engine: Engine) -> None:
+    app = create_app(ServiceSettings(), engine=any_engine)
+    transport = httpx.ASGITransport(app=app)
+    async with MemoryClient("http://service", transport=transport, user_id="alice") as client:
+        graph = client.graph
+        added = await graph.ingest(
+            "Alice works for Acme. Alice lives in Lisbon.",
+            occurred_at=datetime(2020, 1, 1, tzinfo=UTC),
+        )
+        lisbon = next(e for e in added.entities if e.name == "Lisbon")
+        alice = next(e for e in added.entities if e.name == "Alice")
+        porto = await graph.add_entity("Porto", "location")
+        moved = datetime(2026, 1, 1, tzinfo=UTC)
+        await graph.add_relation(alice.entity_id, porto.entity_id, "lives_in", valid_at=moved)
+        now = await graph.get_relations(alice.entity_id, relation_type="lives_in")
+        assert [r.target_id for r in now] == [porto.entity_id]
+        before = await graph.get_relations(
+            alice.entity_id, "outgoing", "lives_in", as_of=moved - timedelta(days=1)
+        )
+        assert [r.target_id for r in before] == [lisbon.entity_id]
+        reached = await graph.traverse(alice.entity_id, "neighbors")
+        assert {e.name for e in reached.entities} == {"Acme", "Porto"}
+        path = await graph.traverse(
+            alice.entity_id, "shortest_path", target_entity_id=porto.entity_id
+        )
+        assert path.paths is not None
+        assert [e.name for e in path.paths[0].entities] == ["Alice", "Porto"]
+        assert (await graph.search("Acme"))[0][0].name == "Acme"
+        assert await graph.delete_entity(porto.entity_id)
+        with pytest.raises(EntityNotFoundError):
+            await graph.get_relations(porto.entity_id)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
