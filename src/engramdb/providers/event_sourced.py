@@ -13,6 +13,7 @@ namespace stores vectors and the indexer has an embedder.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -231,10 +232,15 @@ class EventSourcedProvider(MemoryProvider):
         now = utc_now()
         if self._embeds:
             assert self.indexer.embedder is not None
-            index = await self.indexer.vector_index(self.provider_id, self.partition)
             text = self.spec.embed_text(event.key, event.value, event.occurred_at)
-            query = await self.indexer.embedder.embed_one(text)
-            for record_id, similarity in index.search(query, 5):
+            nearest = await self.indexer.nearest(
+                self.provider_id,
+                self.partition,
+                self._query(alive_at=now),
+                asyncio.ensure_future(self.indexer.embedder.embed_one(text)),
+                5,
+            )
+            for record_id, similarity in nearest:
                 if similarity < threshold:
                     break
                 found = await self.backend.scan(self._query(ids=(record_id,), alive_at=now))

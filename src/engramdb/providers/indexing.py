@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ from engramdb.index.vector_index import VectorIndex
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
+from engramdb.storage.search_backend import NativeVectorSearch
 
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
@@ -370,19 +371,34 @@ class Indexer:
         base: RecordQuery,
         query_vector: asyncio.Future[FloatArray],
     ) -> dict[int, float]:
+        found = await self.nearest(namespace, partition, base, query_vector, self.config.candidates)
+        return {i: s for i, s in found if s >= self.config.min_similarity}
+
+    async def nearest(
+        self,
+        namespace: str,
+        partition: Scope,
+        base: RecordQuery,
+        vector: Awaitable[FloatArray],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """Ids and cosine similarities of the ``limit`` records ``base`` selects nearest to
+        ``vector``: the backend's own vector search where it has one, else this process's
+        vector index of the partition."""
+        search = self.backend.search
+        if isinstance(search, NativeVectorSearch):
+            return await search.nearest(base, self.model, vector_bytes(await vector), limit)
         index = await self.vector_index(namespace, partition)
         if not len(index):
-            return {}
+            return []
         filtered = (
             base.content_types is not None
             or base.metadata
             or base.occurred_after
             or base.occurred_before
         )
-        allowed = set(await self.backend.search.record_ids(base)) if filtered else None
-        query = await query_vector
-        found = index.search(query, self.config.candidates, allowed)
-        return {i: s for i, s in found if s >= self.config.min_similarity}
+        allowed = set(await search.record_ids(base)) if filtered else None
+        return index.search(await vector, limit, allowed)
 
     async def _with_neighbours(
         self, namespace: str, partition: Scope, hits: list[SearchHit], now: datetime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
@@ -59,4 +59,17 @@ class SearchBackend(Protocol):
 
     async def data_version(self) -> int:
         """A number that changes whenever another connection or process commits."""
+        ...
+
+
+@runtime_checkable
+class NativeVectorSearch(Protocol):
+    """A backend that searches its stored vectors itself (pgvector's HNSW, say), so every
+    process sharing the database searches the same, current index and none keeps its own."""
+
+    async def nearest(
+        self, query: RecordQuery, model: str, vector: bytes, limit: int
+    ) -> list[tuple[int, float]]:
+        """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
+        ``vector`` (float32 bytes), best first."""
         ...
