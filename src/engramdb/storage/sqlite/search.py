@@ -116,7 +116,7 @@ class SqliteSearch:
                 term: int(
                     conn.execute(
                         "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
-                        ('text : "' + term.replace('"', '""') + '"',),
+                        ('"' + term.replace('"', '""') + '"',),
                     ).fetchone()[0]
                 )
                 for term in terms
