@@ -18,6 +18,7 @@ from engramdb.orchestrator.tokens import (
     TokenCounter,
     WordPieceCounter,
     count_tokens,
+    count_tokens_many,
     truncate_to_tokens,
 )
 
@@ -204,3 +205,9 @@ def test_encoding_counter_with_cl100k_when_installed() -> None:
     cut = counter.truncate("😀😀😀 party", 3)
     assert "😀😀😀 party".startswith(cut)
     assert counter.count(cut) <= 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(TEXTS, max_size=8))
+def test_counting_a_batch_equals_counting_each(texts: list[str]) -> None:
+    assert count_tokens_many(texts) == [count_tokens(text) for text in texts]

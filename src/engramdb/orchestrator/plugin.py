@@ -46,7 +46,7 @@ from engramdb.orchestrator.forget_grammar import (
 )
 from engramdb.orchestrator.forget_llm import translate_forget
 from engramdb.orchestrator.summarize import abstractive_summary, summarize_items
-from engramdb.orchestrator.tokens import count_tokens
+from engramdb.orchestrator.tokens import count_tokens, count_tokens_many
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.indexing import SearchHit, SearchRequest
 from engramdb.storage.records import Record, RecordQuery
@@ -99,12 +99,13 @@ class TypeLimits:
 
 
 def item_value(item: MemoryItem, **extra: Any) -> dict[str, Any]:
-    """What a record stores of an item besides its metadata (unset fields left out)."""
+    """What a record stores of an item besides its metadata (unset fields left out); a
+    ``tokens`` count already known may come in ``extra``."""
     value: dict[str, Any] = {
         "text": item.text,
         "kind": item.kind,
         "importance": item.importance,
-        "tokens": count_tokens(item.text),
+        "tokens": extra.pop("tokens") if "tokens" in extra else count_tokens(item.text),
     }
     for name in ("role", "speaker", "key"):
         if getattr(item, name) is not None:
@@ -219,7 +220,13 @@ class StoredMemoryType(ABC):
 
     async def memorize_many(self, items: Sequence[MemoryItem]) -> list[MemorizeResult]:
         """Store several items in one transaction (all or none)."""
-        entries = await self.provider.write_many([self._request(item) for item in items])
+        for item in items:
+            if not isinstance(item, MemoryItem):
+                raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+        counts = count_tokens_many([item.text for item in items])
+        entries = await self.provider.write_many(
+            [self._request(item, tokens=n) for item, n in zip(items, counts, strict=True)]
+        )
         results = [MemorizeResult(id=entry.key) for entry in entries]
         evicted = await self._evict()
         if evicted and results:
