@@ -229,3 +229,19 @@ async def test_a_best_match_that_expired_after_the_index_loaded_gives_way(engine
     assert "brief" not in ids(after)
     assert len(after) == 2
     assert after[0].id == "s1-0"
+
+
+async def test_a_caller_that_gives_up_does_not_cancel_the_shared_query_embedding(
+    engine: Engine,
+) -> None:
+    await ingest(engine)
+    question = "Which temples should we visit in Kyoto?"
+    patient = asyncio.create_task(engine.indexer.embed_query(question))
+    impatient = asyncio.create_task(engine.indexer.embed_query(question))
+    await asyncio.sleep(0)  # both now wait on the one embedding in flight
+    impatient.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await impatient
+    assert (await patient).shape == (384,)
+    hits = await engine.scope(tenant="acme", user="alice").episodic.remember(question, limit=1)
+    assert hits[0].id == "s3-1"

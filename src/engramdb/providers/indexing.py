@@ -111,13 +111,17 @@ class Indexer:
 
     async def embed_query(self, text: str) -> FloatArray:
         """The vector of a search query (the last 256 are remembered)."""
-        return await self._query_vector(text)
+        # Shielded: a caller that gives up (a timed-out memory type) must not cancel the
+        # computation the other callers share.
+        return await asyncio.shield(self._query_vector(text))
 
     def _query_vector(self, text: str) -> asyncio.Future[FloatArray]:
         """The embedding of ``text``, computed or in flight; a failure is not remembered."""
         assert self.embedder is not None
         found = self._queries.get(text)
-        if found is not None and not (found.done() and found.exception() is not None):
+        if found is not None and not (
+            found.done() and (found.cancelled() or found.exception() is not None)
+        ):
             self._queries.move_to_end(text)
             return found
         future = asyncio.ensure_future(self.embedder.embed_one(text))
@@ -276,7 +280,7 @@ class Indexer:
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
-            ranked = await self._with_neighbours(namespace, partition, ranked[: request.limit], now)
+            ranked = await self._with_neighbours(namespace, partition, ranked, now)
         return ranked[: request.limit]
 
     def _ranks_by_scores_alone(self, request: SearchRequest) -> bool:
@@ -387,7 +391,8 @@ class Indexer:
         vector index of the partition."""
         search = self.backend.search
         if isinstance(search, NativeVectorSearch):
-            return await search.nearest(base, self.model, vector_bytes(await vector), limit)
+            query = await asyncio.shield(vector)
+            return await search.nearest(base, self.model, vector_bytes(query), limit)
         index = await self.vector_index(namespace, partition)
         if not len(index):
             return []
@@ -398,7 +403,7 @@ class Indexer:
             or base.occurred_before
         )
         allowed = set(await search.record_ids(base)) if filtered else None
-        return index.search(await vector, limit, allowed)
+        return index.search(await asyncio.shield(vector), limit, allowed)
 
     async def _with_neighbours(
         self, namespace: str, partition: Scope, hits: list[SearchHit], now: datetime
