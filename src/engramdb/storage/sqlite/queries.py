@@ -190,17 +190,22 @@ UPSERT_VECTOR_IF_PRESENT = (
 )
 
 
-def text_match(query: RecordQuery, match: str, *, by_partition: bool) -> str:
-    """The FTS5 expression for ``match`` (words of the text column) among the records
-    ``query`` selects; ``by_partition`` also asks for the partition's token (see
-    ``partition.py``) when the query names exactly one partition."""
+def query_partition_token(query: RecordQuery) -> str | None:
+    """The partition token (see ``partition.py``) of the one partition ``query`` names, or
+    ``None`` when it names none or several."""
+    if query.scope is None:
+        return None
+    scope = as_filter(query.scope)
+    if set(scope.levels) != set(LEVEL_COLUMNS):
+        return None
+    return partition_token(query.namespace, scope.scope.columns())
+
+
+def text_match(match: str, token: str | None) -> str:
+    """The FTS5 expression for ``match`` (words of the text column), within the partition of
+    ``token`` when one is given."""
     expression = f"text : ({match})"
-    if by_partition and query.scope is not None:
-        scope = as_filter(query.scope)
-        if set(scope.levels) == set(LEVEL_COLUMNS):
-            token = partition_token(query.namespace, scope.scope.columns())
-            expression = f"part : {token} AND {expression}"
-    return expression
+    return f"part : {token} AND {expression}" if token else expression
 
 
 #: The best full-text matches of an FTS5 expression with their BM25 rank (lower is better);

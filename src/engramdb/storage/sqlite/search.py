@@ -19,6 +19,7 @@ from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     TEXT_HITS,
     UPSERT_VECTOR_IF_PRESENT,
+    query_partition_token,
     record_select,
     record_where,
     text_match,
@@ -70,7 +71,8 @@ class SqliteSearch:
         prefetch = limit * PREFETCH_FACTOR
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            expression = text_match(query, match, by_partition=self._is_small(conn, query))
+            token = query_partition_token(query)
+            expression = text_match(match, token if token and self._is_small(conn, query) else None)
             hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
             rank = dict(hits)
             found: list[Record] = []
