@@ -101,11 +101,7 @@ class WordPieceCounter:
         if not text:
             return 0
         tokenizer, unk_id = self._tokenizer()
-        encoding = tokenizer.encode(text, add_special_tokens=False)
-        ids: list[int] = encoding.ids
-        if unk_id not in ids:  # the common case: one C call, no Python loop
-            return len(ids)
-        return sum(_weights(text, encoding, unk_id))
+        return _count(text, tokenizer.encode(text, add_special_tokens=False), unk_id)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """``count`` of each of ``texts``, tokenized in one call (a batch of writes pays the
@@ -118,10 +114,7 @@ class WordPieceCounter:
             return []
         tokenizer, unk_id = self._tokenizer()
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [
-            len(encoding.ids) if unk_id not in encoding.ids else sum(_weights(t, encoding, unk_id))
-            for t, encoding in zip(texts, encodings, strict=True)
-        ]
+        return [_count(t, encoding, unk_id) for t, encoding in zip(texts, encodings, strict=True)]
 
     def truncate(self, text: str, limit: int) -> str:
         """The longest prefix of ``text`` that ends on a token and counts at most ``limit``.
@@ -232,6 +225,14 @@ class WordPieceCounter:
 
 def _has_space(text: str) -> bool:
     return any(char.isspace() for char in text)
+
+
+def _count(text: str, encoding: _WordPieceEncoding, unk_id: int) -> int:
+    """The token count of ``text`` from its encoding."""
+    ids: list[int] = encoding.ids
+    if unk_id not in ids:  # the common case: no Python loop
+        return len(ids)
+    return sum(_weights(text, encoding, unk_id))
 
 
 def _weights(text: str, encoding: _WordPieceEncoding, unk_id: int) -> list[int]:
