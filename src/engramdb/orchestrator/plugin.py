@@ -98,6 +98,12 @@ class TypeLimits:
     default_ttl_ms: int | None = None
 
 
+def require_item(item: object) -> None:
+    """Reject anything but a ``MemoryItem`` with a typed error."""
+    if not isinstance(item, MemoryItem):
+        raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+
+
 def item_value(item: MemoryItem, **extra: Any) -> dict[str, Any]:
     """What a record stores of an item besides its metadata (unset fields left out); a
     ``tokens`` count already known may come in ``extra``."""
@@ -178,8 +184,7 @@ class StoredMemoryType(ABC):
     # -- storage helpers ---------------------------------------------------------------------
 
     def _request(self, item: MemoryItem, key: str | None = None, **extra: Any) -> WriteRequest:
-        if not isinstance(item, MemoryItem):
-            raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+        require_item(item)
         return WriteRequest(
             key=key or item.id or new_id(),
             value=item_value(item, **extra),
@@ -221,8 +226,7 @@ class StoredMemoryType(ABC):
     async def memorize_many(self, items: Sequence[MemoryItem]) -> list[MemorizeResult]:
         """Store several items in one transaction (all or none)."""
         for item in items:
-            if not isinstance(item, MemoryItem):
-                raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+            require_item(item)
         counts = count_tokens_many([item.text for item in items])
         entries = await self.provider.write_many(
             [self._request(item, tokens=n) for item, n in zip(items, counts, strict=True)]

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from engramdb.core.errors import ValidationError
 from engramdb.core.intent import MemorizeResult, MemoryItem
-from engramdb.orchestrator.plugin import StoredMemoryType, importance, record_item
+from engramdb.orchestrator.plugin import StoredMemoryType, importance, record_item, require_item
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.records import Record
 
@@ -83,8 +83,7 @@ class ProceduralMemory(StoredMemoryType):
 
     async def memorize(self, item: MemoryItem) -> MemorizeResult:
         """Store a rule or example with its trigger."""
-        if not isinstance(item, MemoryItem):
-            raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+        require_item(item)
         trigger = check_trigger(str(item.metadata.get("trigger", item.text)))
         request = self._request(item, key=item.key or item.id, trigger=trigger)
         (entry,) = await self.provider.write_many([request])

@@ -24,12 +24,11 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar
 
-from engramdb.core.errors import ValidationError
 from engramdb.core.events import MemoryWritten
 from engramdb.core.intent import MemorizeResult, MemoryItem
 from engramdb.core.scope import ScopeFilter
 from engramdb.index.query_terms import query_terms
-from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits
+from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, require_item
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import EventQuery
@@ -103,8 +102,7 @@ class SemanticMemory(StoredMemoryType):
         self, item: MemoryItem, *, public: bool = False, dedupe_threshold: float | None = None
     ) -> MemorizeResult:
         """Store a fact; see the module docstring for versions and dedupe."""
-        if not isinstance(item, MemoryItem):
-            raise ValidationError("memorize takes MemoryItem objects", got=type(item).__name__)
+        require_item(item)
         target = self.public if public else self.provider
         key = item.key or item.id or derive_key(item.text)
         current = await target.read_record(key)
