@@ -17,6 +17,7 @@ import httpx
 from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
+from engramdb.client.fields import given
 from engramdb.client.graph import GraphClient
 from engramdb.core.errors import NotFoundError
 from engramdb.core.intent import MemoryItem
@@ -40,11 +41,6 @@ from engramdb.service.models import (
 M = TypeVar("M", bound=BaseModel)
 Role = Literal["user", "assistant", "system", "tool"]
 _RETRY_STATUSES = frozenset({502, 503, 504})
-
-
-def _given(**fields: Any) -> dict[str, Any]:
-    """The keyword arguments that were given (``None`` means "leave as it is")."""
-    return {name: value for name, value in fields.items() if value is not None}
 
 
 class MemoryClient:
@@ -167,7 +163,7 @@ class MemoryClient:
         importance: float = 0.5,
     ) -> WriteResult:
         """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``."""
-        body = _given(content=content, metadata=metadata, key=key, user_id=user_id)
+        body = given(content=content, metadata=metadata, key=key, user_id=user_id)
         body |= {"public": public, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic", json=body)
 
@@ -181,7 +177,7 @@ class MemoryClient:
         public: bool = False,
     ) -> WriteResult:
         """Store a fact, or update a near-identical stored one (``status`` says which)."""
-        body = _given(content=content, metadata=metadata, user_id=user_id)
+        body = given(content=content, metadata=metadata, user_id=user_id)
         body |= {"public": public, "dedupe_threshold": dedupe_threshold}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
 
@@ -207,11 +203,11 @@ class MemoryClient:
         tags: list[str] | None = None,
     ) -> WriteResult:
         """Append one interaction to the episodic log."""
-        body = _given(
+        body = given(
             role=role,
             content=content,
             metadata=metadata,
-            occurred_at=occurred_at.isoformat() if occurred_at else None,
+            occurred_at=occurred_at,
             speaker=speaker,
             tags=tags,
         )
@@ -253,7 +249,7 @@ class MemoryClient:
         importance: float = 0.5,
     ) -> WriteResult:
         """Store a rule or example with its trigger."""
-        body = _given(content=content, trigger=trigger, key=key, metadata=metadata)
+        body = given(content=content, trigger=trigger, key=key, metadata=metadata)
         body |= {"procedure_type": procedure_type, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
 
@@ -301,7 +297,7 @@ class MemoryClient:
         state: dict[str, Any] | None = None,
     ) -> TaskContext:
         """Store a new task context. Raises ``ConflictError`` if the id is taken."""
-        body = _given(
+        body = given(
             task_id=task_id,
             event_type=event_type,
             plan_id=plan_id,
@@ -364,7 +360,7 @@ class MemoryClient:
         state: dict[str, Any] | None = None,
     ) -> Plan:
         """Create a plan of the caller's user. Raises ``ConflictError`` if the id is taken."""
-        body = _given(
+        body = given(
             plan_id=plan_id, goal_event=goal_event, goal_data=goal_data, status=status, state=state
         )
         return await self._call(Plan, "POST", "/v1/memory/plans", json=body)
@@ -398,7 +394,7 @@ class MemoryClient:
         metadata: dict[str, Any] | None = None,
     ) -> Session:
         """Create a session of the caller's user."""
-        body = _given(session_id=session_id, agent_id=agent_id, metadata=metadata)
+        body = given(session_id=session_id, agent_id=agent_id, metadata=metadata)
         return await self._call(Session, "POST", "/v1/memory/sessions", json=body)
 
     async def list_sessions(
@@ -433,7 +429,7 @@ class MemoryClient:
         ttl_ms: int | None = None,
     ) -> MemoryEntry:
         """Store ``value`` under ``key`` in persistent memory."""
-        body = _given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
+        body = given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
         body["content_type"] = content_type
         return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
 

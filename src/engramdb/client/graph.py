@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from engramdb.client.fields import given
 from engramdb.core.errors import EntityNotFoundError
 from engramdb.providers.graph.types import (
     Direction,
@@ -20,15 +21,6 @@ if TYPE_CHECKING:
     from engramdb.client.client import MemoryClient
 
 _PREFIX = "/v1/memory/graph"
-
-
-def _body(**fields: Any) -> dict[str, Any]:
-    """The fields that were given, times as ISO 8601 text."""
-    return {
-        name: value.isoformat() if isinstance(value, datetime) else value
-        for name, value in fields.items()
-        if value is not None
-    }
 
 
 class GraphClient:
@@ -50,7 +42,7 @@ class GraphClient:
         resolve: bool = True,
     ) -> GraphEntity:
         """Add an entity (or update the one it resolves to); returns it as stored."""
-        body = _body(
+        body = given(
             name=name,
             entity_type=entity_type,
             entity_id=entity_id,
@@ -93,7 +85,7 @@ class GraphClient:
         Raises:
             EntityNotFoundError: either entity does not exist (nothing is written).
         """
-        body = _body(
+        body = given(
             source_id=source_id,
             target_id=target_id,
             relation_type=relation_type,
@@ -128,7 +120,7 @@ class GraphClient:
         Raises:
             EntityNotFoundError: there is no such entity.
         """
-        params = _body(
+        params = given(
             direction=direction,
             relation_type=relation_type,
             as_of=as_of,
@@ -156,7 +148,7 @@ class GraphClient:
         if isinstance(start_entity_id, GraphTraversal):
             body = start_entity_id.model_dump(mode="json", exclude_none=True)
         else:
-            body = _body(start_entity_id=start_entity_id, pattern=pattern, **options)
+            body = given(start_entity_id=start_entity_id, pattern=pattern, **options)
         return await self._client._call(Traversed, "POST", f"{_PREFIX}/traverse", json=body)
 
     async def search(
@@ -176,5 +168,5 @@ class GraphClient:
         speaker: str | None = None,
     ) -> Ingested:
         """Turn ``text`` into entities and relations and add them."""
-        body = _body(text=text, source=source, occurred_at=occurred_at, speaker=speaker)
+        body = given(text=text, source=source, occurred_at=occurred_at, speaker=speaker)
         return await self._client._call(Ingested, "POST", f"{_PREFIX}/ingest", json=body)
