@@ -3,6 +3,8 @@ idempotency key, an unreachable service."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import httpx
 import pytest
 
@@ -15,6 +17,7 @@ from engramdb.core.errors import (
     UsageError,
     ValueTooLargeError,
 )
+from tests.helpers.openai_server import JsonHandler, serving
 
 
 def test_codes_map_back_to_the_error_tree() -> None:
@@ -34,29 +37,47 @@ def test_answers_that_are_not_json_still_raise() -> None:
     assert caught.value.details["status_code"] == 400
 
 
+def _scripted(
+    answers: Sequence[tuple[int, object] | None], keys: list[str | None]
+) -> type[JsonHandler]:
+    """A handler that records each request's idempotency key and gives the next scripted
+    answer: ``(status, body)``, or ``None`` to drop the connection without answering."""
+
+    class Handler(JsonHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            keys.append(self.headers.get("Idempotency-Key"))
+            answer = answers[min(len(keys), len(answers)) - 1]
+            if answer is None:
+                self.close_connection = True  # the client sees the connection drop
+                return
+            self.send(*answer)
+
+        do_GET = do_POST = _answer
+
+    return Handler
+
+
 async def test_writes_are_retried_under_one_idempotency_key() -> None:
-    seen: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers["Idempotency-Key"])
-        if len(seen) == 1:
-            raise httpx.ConnectError("dropped", request=request)
-        if len(seen) == 2:
-            return httpx.Response(503, json={"error": "storage_error", "message": "busy"})
-        return httpx.Response(201, json={"id": "k", "status": "created"})
-
-    async with MemoryClient(transport=httpx.MockTransport(answer), retries=2) as client:
-        result = await client.store_knowledge("a fact")
+    keys: list[str | None] = []
+    answers = [
+        None,
+        (503, {"error": "storage_error", "message": "busy"}),
+        (201, {"id": "k", "status": "created"}),
+    ]
+    with serving(_scripted(answers, keys)) as api:
+        async with MemoryClient(api.removesuffix("/v1"), retries=2) as client:
+            result = await client.store_knowledge("a fact")
     assert result.id == "k"
-    assert len(seen) == 3
-    assert len(set(seen)) == 1
+    assert len(keys) == 3
+    assert len(set(keys)) == 1
+    assert keys[0] is not None
 
 
 async def test_reads_carry_no_idempotency_key_and_give_up_in_the_end() -> None:
-    def answer(request: httpx.Request) -> httpx.Response:
-        assert "Idempotency-Key" not in request.headers
-        raise httpx.ConnectError("refused", request=request)
-
-    async with MemoryClient(transport=httpx.MockTransport(answer), retries=1) as client:
-        with pytest.raises(ServiceUnavailableError):
-            await client.health()
+    keys: list[str | None] = []
+    with serving(_scripted([None], keys)) as api:
+        async with MemoryClient(api.removesuffix("/v1"), retries=1) as client:
+            with pytest.raises(ServiceUnavailableError):
+                await client.health()
+    assert keys == [None, None]
