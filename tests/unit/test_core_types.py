@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
@@ -105,6 +106,30 @@ def test_model_validation_raises_engram_validation_error(
     with pytest.raises(ValidationError) as raised:
         model(**fields)
     assert raised.value.details["fields"]
+
+
+def test_every_way_in_raises_engram_errors_with_the_nested_field_path() -> None:
+    envelope = EventEnvelope(event_type="memory.written", scope=Scope(tenant="t"), payload={})
+    data = envelope.model_dump(mode="json")
+    data["trace"] = {"correlation_id": ["not", "text"]}
+    for attempt in (
+        lambda: EventEnvelope(**data),
+        lambda: EventEnvelope.model_validate(data),
+        lambda: EventEnvelope.model_validate_json(json.dumps(data)),
+        lambda: EventEnvelope.model_validate_strings({**data, "schema_version": "zero"}),
+    ):
+        with pytest.raises(ValidationError) as raised:
+            attempt()
+        field = raised.value.details["fields"][0]["field"]
+        assert field in ("trace.correlation_id", "schema_version")
+
+
+def test_narrowing_keeps_a_scope_that_is_already_narrow() -> None:
+    narrow = Scope(tenant="acme", user="alice")
+    assert narrow.narrow(("tenant", "user", "agent")) == narrow
+    wide = Scope(tenant="acme", user="alice", session="s")
+    assert wide.narrow(["user"]) == narrow
+    assert wide.narrow(("user",)).session is None
 
 
 def test_domain_events_wrap_into_envelopes_and_back() -> None:

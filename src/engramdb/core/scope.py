@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, get_args
 
 from pydantic import ConfigDict, field_validator
@@ -74,8 +75,7 @@ class Scope(EngramModel):
 
     def narrow(self, levels: Iterable[Level]) -> Scope:
         """This scope with every level outside ``levels`` unset (the tenant is always kept)."""
-        keep = set(levels) | {"tenant"}
-        return Scope(**{level: getattr(self, level) for level in LEVELS if level in keep})
+        return _narrowed(self, frozenset(levels) | {"tenant"})
 
     def columns(self) -> tuple[str, str, str, str, str]:
         """The five levels as storage columns, unset levels as empty strings."""
@@ -101,6 +101,14 @@ class Scope(EngramModel):
     def label(self) -> str:
         """A short human-readable form, e.g. ``acme/alice/helper/s-1``."""
         return "/".join(part for part in self.columns() if part) or self.tenant
+
+
+@lru_cache(maxsize=4096)
+def _narrowed(scope: Scope, keep: frozenset[Level]) -> Scope:
+    # Every write narrows its scope to a partition, mostly the same one: validated once.
+    if all(getattr(scope, level) is None for level in LEVELS if level not in keep):
+        return scope
+    return Scope(**{level: getattr(scope, level) for level in LEVELS if level in keep})
 
 
 @dataclass(frozen=True)
