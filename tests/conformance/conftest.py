@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier
 from engramdb.index.embedder import Embedder
+from engramdb.index.sentences import sentence_keys
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.graph import GraphCache, GraphMemoryProvider
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec
+from engramdb.providers.text_match import flatten_text
 from engramdb.providers.working import WorkingMemoryProvider, WorkingStore
 from engramdb.storage.backend import Backend
 from engramdb.storage.registry import open_backend
@@ -71,6 +75,11 @@ class ProviderKit:
 SCOPE = Scope(tenant="acme", user="alice", agent="helper", session="s-1")
 
 
+def value_sentences(key: str, value: Any, occurred_at: datetime | None) -> list[str]:
+    """The indexed kit's part texts: the sentences of the value's words."""
+    return sentence_keys(flatten_text(value))
+
+
 KITS = (
     "working",
     *(f"event_sourced-{name}" for name in sorted(BACKENDS)),
@@ -106,9 +115,14 @@ async def kit(
         finally:
             await opened.close()
         return
-    # The indexed provider embeds every write and searches BM25 and vectors together.
+    # The indexed provider embeds every write (its sentences too) and searches BM25 and
+    # vectors together.
     indexer = Indexer(opened, embedder if name == "indexed" else None)
-    spec = ProjectionSpec(name, vectors=name == "indexed")
+    spec = (
+        ProjectionSpec(name, vectors=True, embed_parts=value_sentences)
+        if name == "indexed"
+        else ProjectionSpec(name)
+    )
     tier = MemoryTier.INDEXED if name == "indexed" else MemoryTier.PERSISTENT
 
     def make(scope: Scope) -> MemoryProvider:

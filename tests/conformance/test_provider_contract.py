@@ -16,7 +16,11 @@ from engramdb.core.errors import (
 )
 from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier, RecallResult, utc_now
+from engramdb.index.embedder import Embedder
+from engramdb.index.sentences import sentence_keys
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
+from engramdb.providers.indexing import SearchRequest
+from engramdb.storage.records import RecordQuery
 from tests.conformance.conftest import SCOPE, ProviderKit
 
 
@@ -105,6 +109,45 @@ async def test_search_ranks_by_relevance_within_zero_and_one(kit: ProviderKit) -
         assert "pet" not in [h.entry.key for h in hits]
     assert all(h.tier is caps.tier for h in hits)
     assert len(await kit.provider.search("lisbon", limit=1)) == 1
+
+
+async def test_an_indexed_record_is_scored_by_its_best_sentence(
+    kit: ProviderKit, embedder: Embedder
+) -> None:
+    provider = kit.provider
+    if not isinstance(provider, EventSourcedProvider) or provider.spec.embed_parts is None:
+        pytest.skip("sentence vectors belong to indexed providers")
+    turn = (
+        "We spent the evening comparing tax software and the filing deadlines. "
+        "By the way, my sister Maria moved to Porto in June. "
+        "Anyway, which deduction forms do I still need?"
+    )
+    await provider.write("turn", turn)
+    await provider.write("hike", "I like hiking in the mountains on weekends.")
+    question = "Which city did my sister move to?"
+    hits = await provider.search_hits(SearchRequest(question, limit=2))
+    assert hits[0].record.key == "turn"
+    texts = [turn, *sentence_keys(turn)]
+    vectors = await embedder.embed([question, *texts])
+    best = float((vectors[1:] @ vectors[0]).max())
+    assert len(texts) == 4
+    assert best > float(vectors[1] @ vectors[0])  # a sentence, not the whole turn, wins
+    assert hits[0].breakdown["vector"] == pytest.approx(best, abs=1e-4)
+    everything = RecordQuery(provider.provider_id, provider.partition)
+    search = provider.backend.search
+    stored = await search.vector_sets(everything, provider.indexer.model)
+    assert {key: len(blob) // (4 * embedder.dimensions) for key, blob in stored.items()} == {
+        hits[0].record.id: 4,
+        hits[1].record.id: 1,
+    }
+    # A rebuild from the log keeps the vectors of unchanged texts, sentences included.
+    await provider.rebuild()
+    assert sorted((await search.vector_sets(everything, provider.indexer.model)).values()) == (
+        sorted(stored.values())
+    )
+    # Deleted for good: no vector of the record is left to find.
+    await provider.delete("turn")
+    assert len(await search.vector_sets(everything, provider.indexer.model)) == 1
 
 
 async def test_search_filters_by_content_type_and_metadata(kit: ProviderKit) -> None:

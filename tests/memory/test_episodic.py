@@ -155,19 +155,31 @@ async def rankings(engine: Engine) -> list[list[tuple[str | None, float | None]]
     return [[(i.id, i.score) for i in await mem.episodic.remember(q, limit=5)] for q in QUERIES]
 
 
+def stored_parts(db_path: Path) -> list[bytes]:
+    with sqlite3.connect(db_path) as conn:
+        return [row[0] for row in conn.execute("SELECT parts FROM vectors ORDER BY parts")]
+
+
 async def test_rebuilt_indexes_rank_the_same(engine: Engine, db_path: Path) -> None:
     await ingest(engine)
+    # One turn of several sentences: each sentence has a vector of its own too.
+    await engine.scope(tenant="acme", user="alice", session="s3").episodic.memorize(
+        MemoryItem(text="We booked the flights. The hotel is near Gion, by the temples.", id="s3-2")
+    )
+    parts = stored_parts(db_path)
+    assert sum(part is not None for part in parts) == 1
     before = await rankings(engine)
     await engine.rebuild()
     assert await rankings(engine) == before
-    assert await engine.reindex() == len(TURNS)
+    assert await engine.reindex() == len(TURNS) + 1
     assert await rankings(engine) == before
     with sqlite3.connect(db_path) as conn:
         conn.execute("DELETE FROM vectors")
         conn.execute("DELETE FROM records")
     await engine.rebuild()
-    assert await engine.reindex() == len(TURNS)
+    assert await engine.reindex() == len(TURNS) + 1
     assert await rankings(engine) == before
+    assert stored_parts(db_path) == parts
 
 
 async def test_another_process_writing_is_seen(

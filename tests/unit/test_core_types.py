@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
@@ -112,12 +113,13 @@ def test_every_way_in_raises_engram_errors_with_the_nested_field_path() -> None:
     envelope = EventEnvelope(event_type="memory.written", scope=Scope(tenant="t"), payload={})
     data = envelope.model_dump(mode="json")
     data["trace"] = {"correlation_id": ["not", "text"]}
-    for attempt in (
+    attempts: list[Callable[[], object]] = [
         lambda: EventEnvelope(**data),
         lambda: EventEnvelope.model_validate(data),
         lambda: EventEnvelope.model_validate_json(json.dumps(data)),
         lambda: EventEnvelope.model_validate_strings({**data, "schema_version": "zero"}),
-    ):
+    ]
+    for attempt in attempts:
         with pytest.raises(ValidationError) as raised:
             attempt()
         field = raised.value.details["fields"][0]["field"]

@@ -3,8 +3,9 @@
 The functions that use it are pure (``index/fusion.py``); backends only supply candidates.
 The defaults were chosen on LongMemEval_S (``engram eval``; see docs/benchmarks.md): weighted
 fusion of saturated BM25 and cosine scores (both absolute, so a weak match stays weak in a
-small store), vectors at half of BM25's weight, no similarity floor, time expressions left out
-of the full-text query, and a 0.15 share for hits inside a time the question names.
+small store), each record's vector score its best over its whole text and its sentences,
+vectors at 1.5 times BM25's weight, no similarity floor, time expressions left out of the
+full-text query, and a 0.15 share for hits inside a time the question names.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class SearchConfig:
         min_similarity: vector hits below this cosine similarity are dropped as noise.
         ann_threshold: partitions with more vectors than this use the ANN index (hnswlib),
             smaller ones exact search.
+        part_vectors: score each candidate by the best of its whole-text and sentence vectors
+            (for memory types that store sentence vectors: episodes and conversation turns).
     """
 
     mode: SearchMode = "hybrid"
@@ -53,7 +56,7 @@ class SearchConfig:
     rrf_k: int = 60
     bm25_weight: float = 1.0
     bm25_saturation: float = 20.0
-    vector_weight: float = 0.5
+    vector_weight: float = 1.5
     candidates: int = 100
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
@@ -67,6 +70,7 @@ class SearchConfig:
     strip_time: bool = True
     min_similarity: float = 0.0
     ann_threshold: int = 20_000
+    part_vectors: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "bm25", "vector"):

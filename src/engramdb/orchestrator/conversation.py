@@ -20,7 +20,11 @@ from typing import Any, ClassVar
 
 from engramdb.core.intent import MemorizeResult, MemoryItem
 from engramdb.core.scope import LEVELS
-from engramdb.orchestrator.episodic import episode_embed_text, episode_key_text
+from engramdb.orchestrator.episodic import (
+    episode_embed_parts,
+    episode_embed_text,
+    episode_key_text,
+)
 from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, record_item, turn_of
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.projection import ProjectionSpec
@@ -33,6 +37,7 @@ CONVERSATION_SPEC = ProjectionSpec(
     key_text=episode_key_text,
     vectors=True,
     embed_text=episode_embed_text,
+    embed_parts=episode_embed_parts,
 )
 DEFAULT_LIMITS = TypeLimits(max_items=50, max_tokens=4000)
 

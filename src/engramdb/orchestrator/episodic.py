@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import utc_now
 from engramdb.index.contextual import episode_key
+from engramdb.index.sentences import sentence_keys
 from engramdb.index.temporal import resolve_time_range
 from engramdb.orchestrator.plugin import StoredMemoryType
 from engramdb.providers.projection import ProjectionSpec
@@ -56,8 +57,22 @@ def episode_embed_text(key: str, value: Any, occurred_at: datetime | None) -> st
     )
 
 
+def episode_embed_parts(key: str, value: Any, occurred_at: datetime | None) -> list[str]:
+    """The texts of an episode's sentence vectors: each sentence, said by the same speaker
+    (none for a one-sentence episode)."""
+    fields = _fields(value)
+    return [
+        episode_key(sentence, speaker=fields.get("speaker"), role=fields.get("role"))
+        for sentence in sentence_keys(str(fields.get("text", "")))
+    ]
+
+
 EPISODIC_SPEC = ProjectionSpec(
-    NAMESPACE, key_text=episode_key_text, vectors=True, embed_text=episode_embed_text
+    NAMESPACE,
+    key_text=episode_key_text,
+    vectors=True,
+    embed_text=episode_embed_text,
+    embed_parts=episode_embed_parts,
 )
 
 

@@ -184,13 +184,12 @@ class EventSourcedProvider(MemoryProvider):
             written_record(self.spec, self.scope, event, envelope.occurred_at)
             for event, envelope in zip(events, envelopes, strict=True)
         ]
-        vectors = (
-            await self.indexer.embed([self.spec.record_embed_text(r) for r in records])
-            if self._embeds
-            else None
-        )
+        embedded = await self.indexer.embed_records(self.spec, records) if self._embeds else None
+        vectors, parts = embedded if embedded else (None, None)
         ops = [
-            Put(record, vectors[i] if vectors else None, self.indexer.model if vectors else "")
+            Put(record, vectors[i], self.indexer.model, parts[i])
+            if vectors and parts
+            else Put(record)
             for i, record in enumerate(records)
         ]
         if vectors:
@@ -347,7 +346,11 @@ class EventSourcedProvider(MemoryProvider):
     async def search_hits(self, request: SearchRequest) -> list[SearchHit]:
         """Hybrid search with the full request and score breakdowns."""
         return await self.indexer.search(
-            self.provider_id, self.partition, request, use_vectors=self.spec.vectors
+            self.provider_id,
+            self.partition,
+            request,
+            use_vectors=self.spec.vectors,
+            part_vectors=self.spec.embed_parts is not None,
         )
 
     async def list_keys(

@@ -22,6 +22,7 @@ import numpy as np
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
+from engramdb.index.blas import one_blas_thread
 from engramdb.index.embedder import Embedder, FloatArray
 from engramdb.index.fusion import fuse, group_boost
 from engramdb.index.query_terms import fts_match, query_terms
@@ -139,6 +140,24 @@ class Indexer:
         matrix = await self.embedder.embed(list(texts))
         return [vector_bytes(row) for row in matrix]
 
+    async def embed_records(
+        self, spec: ProjectionSpec, records: Sequence[Record]
+    ) -> tuple[list[bytes], list[bytes | None]] | None:
+        """Each record's whole-text vector and its part vectors (concatenated; ``None`` for a
+        record without parts), all computed in one call (``None`` without an embedder)."""
+        if self.embedder is None:
+            return None
+        parts = [spec.record_embed_parts(r) for r in records]
+        texts = [spec.record_embed_text(r) for r in records]
+        matrix = await self.embedder.embed(texts + [text for each in parts for text in each])
+        wholes = [vector_bytes(row) for row in matrix[: len(records)]]
+        sets: list[bytes | None] = []
+        start = len(records)
+        for each in parts:
+            sets.append(vector_bytes(matrix[start : start + len(each)]) if each else None)
+            start += len(each)
+        return wholes, sets
+
     async def _current(self) -> None:
         # Other processes' commits are noticed within STALE_AFTER_S: the vector cache may lag
         # that long behind them (full-text search never lags, it reads the database).
@@ -216,9 +235,19 @@ class Indexer:
         self._indexes.clear()
 
     async def search(
-        self, namespace: str, partition: Scope, request: SearchRequest, *, use_vectors: bool
+        self,
+        namespace: str,
+        partition: Scope,
+        request: SearchRequest,
+        *,
+        use_vectors: bool,
+        part_vectors: bool = False,
     ) -> list[SearchHit]:
-        """Hybrid search: BM25 and vector candidates fused, shaped, and cut to ``limit``."""
+        """Hybrid search: BM25 and vector candidates fused, shaped, and cut to ``limit``.
+
+        With ``part_vectors`` (a namespace whose records carry sentence vectors), every
+        candidate's vector score is its best similarity over its whole-text and part vectors.
+        """
         config = self.config
         now = utc_now()
         base = RecordQuery(
@@ -243,6 +272,10 @@ class Indexer:
                 records.update((r.id, r) for r, _ in hits if r.id is not None)
         if query_vector is not None:
             scores["vector"] = await self._vector_scores(namespace, partition, base, query_vector)
+            if part_vectors and config.part_vectors:
+                scores["vector"] = await self._best_part_scores(
+                    namespace, partition, scores, await asyncio.shield(query_vector)
+                )
         lazy = self._ranks_by_scores_alone(request)
         if not lazy and "vector" in scores:
             gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
@@ -378,6 +411,34 @@ class Indexer:
         found = await self.nearest(namespace, partition, base, query_vector, self.config.candidates)
         return {i: s for i, s in found if s >= self.config.min_similarity}
 
+    async def _best_part_scores(
+        self,
+        namespace: str,
+        partition: Scope,
+        scores: dict[str, dict[int, float]],
+        query: FloatArray,
+    ) -> dict[int, float]:
+        """Every candidate's best cosine similarity over its whole-text and part vectors.
+
+        Candidates come from both signals (the whole-text vectors and BM25), so a record whose
+        one relevant sentence the whole-text vector hides is still found when its words match.
+        """
+        candidates = tuple(sorted(set(scores.get("vector", {})) | set(scores.get("bm25", {}))))
+        if not candidates:
+            return {}
+        sets = await self.backend.search.vector_sets(
+            RecordQuery(namespace, partition, ids=candidates), self.model
+        )
+        dimensions = len(query)
+        best: dict[int, float] = {}
+        with one_blas_thread():
+            for record_id, blob in sets.items():
+                vectors = np.frombuffer(blob, dtype="<f4").reshape(-1, dimensions)
+                similarity = float((vectors @ query).max())
+                if similarity >= self.config.min_similarity:
+                    best[record_id] = similarity
+        return best
+
     async def nearest(
         self,
         namespace: str,
@@ -448,12 +509,16 @@ class Indexer:
             )
             if not todo:
                 break
-            vectors = await self.embed([spec.record_embed_text(r) for r in todo])
-            assert vectors is not None
+            embedded = await self.embed_records(spec, todo)
+            assert embedded is not None
+            kept = [
+                (r.id, v, p) for r, v, p in zip(todo, *embedded, strict=True) if r.id is not None
+            ]
             await self.backend.search.put_vectors(
                 self.model,
-                [(r.id, v) for r, v in zip(todo, vectors, strict=True) if r.id is not None],
+                [(record_id, v) for record_id, v, _ in kept],
                 [self.indexed_event(r, r.scope) for r in todo],
+                parts=[p for _, _, p in kept],
             )
             done += len(todo)
             if progress is not None:

@@ -38,6 +38,8 @@ PROJECTED_TYPES = (
 
 #: Builds a record's full-text key from its key, value and the time it happened.
 KeyText = Callable[[str, Any, datetime | None], str]
+#: The texts of a record's part vectors (each scored on its own, the best one counting).
+KeyParts = Callable[[str, Any, datetime | None], list[str]]
 
 
 def plain_key_text(key: str, value: Any, occurred_at: datetime | None) -> str:
@@ -54,17 +56,26 @@ def plain_embed_text(key: str, value: Any, occurred_at: datetime | None) -> str:
 @dataclass(frozen=True)
 class ProjectionSpec:
     """How one namespace's events become records: its partition levels, its full-text key,
-    whether its records carry embedding vectors, and the text those are computed from."""
+    whether its records carry embedding vectors, the text those are computed from, and the
+    texts of extra part vectors (``embed_parts``: a search scores a record by the best of its
+    whole-text and part vectors)."""
 
     namespace: str
     levels: tuple[Level, ...] = PERSISTENT_LEVELS
     key_text: KeyText = plain_key_text
     vectors: bool = False
     embed_text: KeyText = plain_embed_text
+    embed_parts: KeyParts | None = None
 
     def record_embed_text(self, record: Record) -> str:
         """The text ``record``'s vector is computed from."""
         return self.embed_text(record.key, record.value, record.occurred_at)
+
+    def record_embed_parts(self, record: Record) -> list[str]:
+        """The texts of ``record``'s part vectors (its sentences, say); none by default."""
+        if self.embed_parts is None:
+            return []
+        return self.embed_parts(record.key, record.value, record.occurred_at)
 
 
 def written_record(

@@ -45,11 +45,13 @@ class Put:
 
     ``vector`` (float32 bytes of an embedding by ``model``) is stored beside the record in the
     same transaction; a replace without one drops the old vector, which no longer matches.
+    ``parts`` are the vectors of the record's parts (its sentences), concatenated, if any.
     """
 
     record: Record
     vector: bytes | None = None
     model: str = ""
+    parts: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,11 @@ class SearchBackend(Protocol):
         """Record ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
         ...
 
+    async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """For each record ``query`` selects that has a vector of ``model``: its whole-text
+        vector followed by its part vectors, as one run of float32 bytes."""
+        ...
+
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
         """Records ``query`` selects that have no vector of ``model``."""
         ...
@@ -40,9 +45,15 @@ class SearchBackend(Protocol):
         ...
 
     async def put_vectors(
-        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        *,
+        parts: Sequence[bytes | None] | None = None,
     ) -> None:
-        """Store vectors by record id (records deleted meanwhile are skipped) and append
+        """Store vectors by record id (records deleted meanwhile are skipped), with each
+        record's part vectors if ``parts`` (aligned with ``vectors``) gives them, and append
         ``events`` in the same transaction."""
         ...
 

@@ -62,7 +62,9 @@ def _scopes(ops: Sequence[Op]) -> list[Scope]:
     return [op.record.scope if isinstance(op, Put) else op.scope for op in ops]
 
 
-def _written_row(record: Record, vector: bytes | None, model: str) -> tuple[Any, ...]:
+def _written_row(
+    record: Record, vector: bytes | None, model: str, parts: bytes | None = None
+) -> tuple[Any, ...]:
     tenant, user = record.scope.tenant, record.scope.user or ""
     return (
         tenant_uuid(tenant),
@@ -70,6 +72,7 @@ def _written_row(record: Record, vector: bytes | None, model: str) -> tuple[Any,
         *record_row(record),
         None if vector is None else StoredVector(vector),
         None if vector is None else model,
+        None if vector is None else parts,
     )
 
 
@@ -86,7 +89,8 @@ async def _apply(
     for op in ops:
         if isinstance(op, Put):
             cursor = await conn.execute(
-                upsert_record(op.record.namespace), _written_row(op.record, op.vector, op.model)
+                upsert_record(op.record.namespace),
+                _written_row(op.record, op.vector, op.model, op.parts),
             )
             row = await cursor.fetchone()
             assert row is not None
@@ -264,7 +268,8 @@ class PostgresBackend:
             await conn.execute(
                 "CREATE TEMPORARY TABLE engram_kept_vectors ON COMMIT DROP AS "
                 "SELECT tenant, user_id, agent, session, plan, key, text, embedding, "
-                f"embedding_model FROM {table} WHERE {where} AND embedding IS NOT NULL",
+                f"embedding_model, embedding_parts FROM {table} "
+                f"WHERE {where} AND embedding IS NOT NULL",
                 params,
             )
             await conn.execute(f"DELETE FROM {table} WHERE {where}", params)
@@ -275,7 +280,8 @@ class PostgresBackend:
                 )
             await conn.execute(
                 f"UPDATE {table} t SET embedding = k.embedding, "
-                "embedding_model = k.embedding_model FROM engram_kept_vectors k "
+                "embedding_model = k.embedding_model, embedding_parts = k.embedding_parts "
+                "FROM engram_kept_vectors k "
                 "WHERE t.namespace = %s AND t.tenant = k.tenant AND t.user_id = k.user_id "
                 "AND t.agent = k.agent AND t.session = k.session AND t.plan = k.plan "
                 "AND t.key = k.key AND t.text = k.text",

@@ -28,8 +28,16 @@ LEVEL_COLUMNS: dict[Level, str] = dict(zip(LEVELS, RECORD_COLUMNS[1:6], strict=T
 PARTITION = (
     "namespace = %s AND tenant = %s AND user_id = %s AND agent = %s AND session = %s AND plan = %s"
 )
-#: Columns a write sets: the replica ids, the record, the embedding and its model.
-WRITTEN_COLUMNS = ("tenant_uuid", "user_uuid", *RECORD_COLUMNS, "embedding", "embedding_model")
+#: Columns a write sets: the replica ids, the record, the embedding, its model and the part
+#: embeddings (float32 bytes).
+WRITTEN_COLUMNS = (
+    "tenant_uuid",
+    "user_uuid",
+    *RECORD_COLUMNS,
+    "embedding",
+    "embedding_model",
+    "embedding_parts",
+)
 _UPDATED = (
     "value",
     "content_type",
@@ -41,6 +49,7 @@ _UPDATED = (
     "hidden_at",
     "embedding",
     "embedding_model",
+    "embedding_parts",
 )
 EVENT_SELECT = f"SELECT position, {', '.join(EVENT_COLUMNS)} FROM events"
 INSERT_EVENT = (
@@ -239,6 +248,17 @@ def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     sql = (
         f"SELECT id, embedding FROM {table_for(query.namespace)} "
         f"WHERE {where} AND embedding_model = %s ORDER BY id"
+    )
+    return sql, [*params, model]
+
+
+def vector_set_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids, embeddings and part embeddings of ``model`` for the records ``query``
+    selects."""
+    where, params = record_where(query)
+    sql = (
+        f"SELECT id, embedding, embedding_parts FROM {table_for(query.namespace)} "
+        f"WHERE {where} AND embedding_model = %s"
     )
     return sql, [*params, model]
 

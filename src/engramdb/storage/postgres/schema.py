@@ -220,4 +220,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0005_service_reads_migrations",
         (f"GRANT SELECT ON engram_migrations TO {SERVICE_ROLE}, {ADMIN_ROLE}",),
     ),
+    # A record's sentences may have vectors of their own, stored beside its whole-text one.
+    Migration(
+        "0006_part_vectors",
+        tuple(f"ALTER TABLE {table} ADD COLUMN embedding_parts bytea" for table in RECORD_TABLES),
+    ),
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
@@ -22,6 +23,7 @@ from engramdb.storage.postgres.queries import (
     text_search,
     unvectored_select,
     vector_select,
+    vector_set_select,
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
 from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for
@@ -82,14 +84,22 @@ class PostgresSearch:
 
     async def vectors(self, query: RecordQuery, model: str) -> tuple[list[int], list[bytes]]:
         """Ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
-        sql, params = vector_select(query, model)
+        rows = await self._binary_rows(query, *vector_select(query, model))
+        return [r[0] for r in rows], [r[1] for r in rows]
+
+    async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """Each selected record's vectors of ``model``: the whole text's, then its parts'."""
+        rows = await self._binary_rows(query, *vector_set_select(query, model))
+        return {int(r[0]): r[1] + (bytes(r[2]) if r[2] else b"") for r in rows}
+
+    async def _binary_rows(self, query: RecordQuery, sql: str, params: list[Any]) -> list[Any]:
+        # Vectors come back in pgvector's binary form, read without a text round trip.
         async with (
             self._pool.transaction(context_for([query.scope])) as conn,
             conn.cursor(binary=True) as cursor,
         ):
             await cursor.execute(sql, params)
-            rows = await cursor.fetchall()
-        return [r[0] for r in rows], [r[1] for r in rows]
+            return await cursor.fetchall()
 
     async def nearest(
         self, query: RecordQuery, model: str, vector: bytes, limit: int
@@ -114,16 +124,23 @@ class PostgresSearch:
         async with self._pool.transaction(ADMIN) as conn:
             await hold_writers(conn)
             await conn.execute(
-                f"UPDATE {table_for(namespace)} SET embedding = NULL, embedding_model = NULL "
+                f"UPDATE {table_for(namespace)} SET embedding = NULL, embedding_model = NULL, "
+                "embedding_parts = NULL "
                 "WHERE namespace = %s AND embedding IS NOT NULL",
                 (namespace,),
             )
 
     async def put_vectors(
-        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        *,
+        parts: Sequence[bytes | None] | None = None,
     ) -> None:
-        """Store vectors by record id, skipping records deleted since they were read, and
-        append ``events`` in the same transaction."""
+        """Store vectors (and part vectors, aligned with them) by record id, skipping records
+        deleted since they were read, and append ``events`` in the same transaction."""
+        extra = parts if parts is not None else [None] * len(vectors)
         batch = list(events)
         ids = [record_id for record_id, _ in vectors]
         # The events say whose records these are; without any, only the admin may write.
@@ -139,8 +156,12 @@ class PostgresSearch:
             async with conn.cursor() as cursor:
                 for table in tables:
                     await cursor.executemany(
-                        f"UPDATE {table} SET embedding = %s, embedding_model = %s WHERE id = %s",
-                        [(StoredVector(blob), model, record_id) for record_id, blob in vectors],
+                        f"UPDATE {table} SET embedding = %s, embedding_model = %s, "
+                        "embedding_parts = %s WHERE id = %s",
+                        [
+                            (StoredVector(blob), model, part, record_id)
+                            for (record_id, blob), part in zip(vectors, extra, strict=True)
+                        ],
                     )
             await insert_events(conn, batch)
 

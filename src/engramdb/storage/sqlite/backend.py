@@ -70,7 +70,7 @@ def _apply(
         if isinstance(op, Put):
             record = row_record(conn.execute(UPSERT_RECORD, record_row(op.record)).fetchone())
             if op.vector is not None:
-                conn.execute(UPSERT_VECTOR, (record.id, op.model, op.vector))
+                conn.execute(UPSERT_VECTOR, (record.id, op.model, op.vector, op.parts))
             else:
                 conn.execute("DELETE FROM vectors WHERE record_id = ?", (record.id,))
             stored.append(record)

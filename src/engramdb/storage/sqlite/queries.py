@@ -177,16 +177,18 @@ def event_where(query: EventQuery) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+_VECTOR_CONFLICT = (
+    "ON CONFLICT (record_id) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
+    "parts = excluded.parts"
+)
 UPSERT_VECTOR = (
-    "INSERT INTO vectors (record_id, model, vector) VALUES (?, ?, ?) "
-    "ON CONFLICT (record_id) DO UPDATE SET model = excluded.model, vector = excluded.vector"
+    f"INSERT INTO vectors (record_id, model, vector, parts) VALUES (?, ?, ?, ?) {_VECTOR_CONFLICT}"
 )
 # Only for records that still exist: a vector computed outside the transaction may belong to a
 # record deleted meanwhile.
 UPSERT_VECTOR_IF_PRESENT = (
-    "INSERT INTO vectors (record_id, model, vector) "
-    "SELECT id, ?, ? FROM records WHERE id = ? "
-    "ON CONFLICT (record_id) DO UPDATE SET model = excluded.model, vector = excluded.vector"
+    "INSERT INTO vectors (record_id, model, vector, parts) "
+    f"SELECT id, ?, ?, ? FROM records WHERE id = ? {_VECTOR_CONFLICT}"
 )
 
 
@@ -238,6 +240,17 @@ def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
         "SELECT records.id, vectors.vector FROM records "
         f"JOIN vectors ON vectors.record_id = records.id WHERE {where} AND vectors.model = ? "
         "ORDER BY records.id"
+    )
+    return sql, [*params, model]
+
+
+def vector_set_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids, whole-text vectors and part vectors of ``model`` for the records ``query``
+    selects."""
+    where, params = record_where(query)
+    sql = (
+        "SELECT records.id, vectors.vector, vectors.parts FROM records "
+        f"JOIN vectors ON vectors.record_id = records.id WHERE {where} AND vectors.model = ?"
     )
     return sql, [*params, model]
 

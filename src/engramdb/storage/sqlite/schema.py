@@ -146,4 +146,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                END""",
         ),
     ),
+    Migration(
+        "0006_part_vectors",
+        # A record's sentences may have vectors of their own, stored beside its whole-text one.
+        ("ALTER TABLE vectors ADD COLUMN parts BLOB",),
+    ),
 )

@@ -26,6 +26,7 @@ from engramdb.storage.sqlite.queries import (
     text_search,
     unvectored_select,
     vector_select,
+    vector_set_select,
 )
 from engramdb.storage.sqlite.worker import SqliteWorker
 
@@ -43,8 +44,8 @@ def save_vectors(conn: sqlite3.Connection, where: str, params: list[Any]) -> Sav
     """The vectors of the records ``where`` selects, keyed by partition, key and text (a
     vector is a function of its text, so it stays valid for a rebuilt record with that text)."""
     return conn.execute(
-        "SELECT tenant, user_id, agent, session, plan, key, text, vectors.model, vectors.vector "
-        f"FROM records JOIN vectors ON vectors.record_id = records.id WHERE {where}",
+        "SELECT tenant, user_id, agent, session, plan, key, text, vectors.model, vectors.vector, "
+        f"vectors.parts FROM records JOIN vectors ON vectors.record_id = records.id WHERE {where}",
         params,
     ).fetchall()
 
@@ -52,9 +53,12 @@ def save_vectors(conn: sqlite3.Connection, where: str, params: list[Any]) -> Sav
 def restore_vectors(conn: sqlite3.Connection, namespace: str, saved: SavedVectors) -> None:
     """Attach ``saved`` vectors to the rebuilt records whose text is unchanged."""
     conn.executemany(
-        "INSERT INTO vectors (record_id, model, vector) SELECT id, ?, ? FROM records "
+        "INSERT INTO vectors (record_id, model, vector, parts) SELECT id, ?, ?, ? FROM records "
         f"WHERE {_PARTITION} AND key = ? AND text = ?",
-        [(model, vector, namespace, *cols, key, text) for *cols, key, text, model, vector in saved],
+        [
+            (model, vector, parts, namespace, *cols, key, text)
+            for *cols, key, text, model, vector, parts in saved
+        ],
     )
 
 
@@ -143,6 +147,13 @@ class SqliteSearch:
 
         return await self._worker.run(fetch)
 
+    async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """Each selected record's vectors of ``model``: the whole text's, then its parts'."""
+        sql, params = vector_set_select(query, model)
+        return await self._worker.run(
+            lambda conn: {row[0]: row[1] + (row[2] or b"") for row in conn.execute(sql, params)}
+        )
+
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
         """Records ``query`` selects that have no vector of ``model``."""
         sql, params = unvectored_select(query, model)
@@ -161,11 +172,21 @@ class SqliteSearch:
         )
 
     async def put_vectors(
-        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        *,
+        parts: Sequence[bytes | None] | None = None,
     ) -> None:
-        """Store vectors by record id, skipping records deleted since they were read, and
-        append ``events`` in the same transaction."""
-        rows = [(model, blob, record_id) for record_id, blob in vectors]
+        """Store vectors (and part vectors, aligned with them) by record id, skipping records
+        deleted since they were read, and append ``events`` in the same transaction."""
+        rows = [
+            (model, blob, part, record_id)
+            for (record_id, blob), part in zip(
+                vectors, parts if parts is not None else [None] * len(vectors), strict=True
+            )
+        ]
         batch = list(events)
 
         def store(conn: sqlite3.Connection) -> None:
