@@ -7,9 +7,10 @@ Three phases, each through the public API (``engramdb.open`` and ``scope(...).ep
    ``episodic.memorize_many`` in batches of that size by an engine with its own fresh embedder
    (memories/s), then embedded by a fresh model again; the ratio is ingest over the mean of the
    two model passes. The model-alone passes embed the strings the engine embeds for these
-   items (``user: <text>``). The write path without embedding (``EngineConfig(embedder=None)``)
-   is timed on the same N texts and on W texts, with ``synchronous="full"`` (the default) and
-   ``"normal"``.
+   items: ``user: <text>``, and ``user: <sentence>`` for each sentence of a text of several
+   (its sentence vectors); both rates count texts. The write path without embedding
+   (``EngineConfig(embedder=None)``) is timed on the same N texts and on W texts, with
+   ``synchronous="full"`` (the default) and ``"normal"``.
 2. **remember latency at scale.** A store of M memories with vectors is built in one scope;
    its vectors come from the persistent embedding cache (``index.embedding_cache``, default file
    under the user cache dir) so repeated runs do not spend ~15 minutes embedding. The database
@@ -89,7 +90,7 @@ from engramdb.index.embedder import Embedder
 from engramdb.index.embedding_cache import PersistentEmbeddingCache
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.search_config import SearchConfig
-from engramdb.orchestrator.episodic import NAMESPACE, episode_embed_text
+from engramdb.orchestrator.episodic import NAMESPACE, episode_embed_parts, episode_embed_text
 from engramdb.storage.records import RecordQuery
 
 Source = Literal["longmemeval", "synthetic"]
@@ -291,9 +292,11 @@ def load_corpus(source: Source, data: Path, needed: int, queries: int, seed: int
     )
 
 
-def embed_text(text: str) -> str:
-    """What the engine embeds for an episode memorized with ``role="user"``."""
-    return episode_embed_text("", {"text": text, "role": ROLE}, None)
+def embed_strings(text: str) -> list[str]:
+    """What the engine embeds for an episode memorized with ``role="user"``: the whole text,
+    then each of its sentences if it has several."""
+    value = {"text": text, "role": ROLE}
+    return [episode_embed_text("", value, None), *episode_embed_parts("", value, None)]
 
 
 def items_for(texts: Sequence[str]) -> list[MemoryItem]:
@@ -436,7 +439,7 @@ class Bench:
     async def model_alone(self, texts: Sequence[str], label: str) -> dict[str, Any]:
         """A fresh, uncached MiniLM embedding ``texts`` in calls of ``BATCH``."""
         embedder = MiniLMEmbedder(threads=1)
-        strings = [embed_text(t) for t in texts]
+        strings = [string for text in texts for string in embed_strings(text)]
         try:
             t0 = time.perf_counter()
             await embedder.load()
@@ -452,9 +455,11 @@ class Bench:
         finally:
             embedder.close()
         return {
-            "texts": len(strings),
+            "texts": len(texts),
+            "vectors": len(strings),
             "seconds": seconds,
-            "texts_per_s": len(strings) / seconds,
+            "texts_per_s": len(texts) / seconds,
+            "vectors_per_s": len(strings) / seconds,
             "model_load_s": load_s,
         }
 

@@ -257,3 +257,24 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_shared_query_embedding
     assert (await patient).shape == (384,)
     hits = await engine.scope(tenant="acme", user="alice").episodic.remember(question, limit=1)
     assert hits[0].id == "s3-1"
+
+
+async def test_a_file_from_before_sentence_vectors_upgrades_and_reindexes(
+    db_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    config = EngineConfig(embedder=embedder)
+    text = "We booked the flights to Japan. My sister Maria moved to Porto in June."
+    async with engramdb.open(db_path, config=config) as engine:
+        await engine.scope(tenant="acme", user="alice").episodic.memorize(MemoryItem(text=text))
+    # The file as an engine before sentence vectors left it: no parts column, no migration.
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("ALTER TABLE vectors DROP COLUMN parts")
+        conn.execute("DELETE FROM engram_migrations WHERE name = '0006_part_vectors'")
+    async with engramdb.open(db_path, config=config) as engine:
+        mem = engine.scope(tenant="acme", user="alice")
+        assert stored_parts(db_path) == [None]
+        assert [h.text for h in await mem.episodic.remember("where did my sister move")] == [text]
+        assert await engine.reindex() == 1
+        assert [part is not None for part in stored_parts(db_path)] == [True]
+        hits = await mem.episodic.remember("where did my sister move")
+        assert hits[0].text == text
