@@ -429,15 +429,17 @@ class Indexer:
         sets = await self.backend.search.vector_sets(
             RecordQuery(namespace, partition, ids=candidates), self.model
         )
-        dimensions = len(query)
-        best: dict[int, float] = {}
+        if not sets:
+            return {}
+        ids = list(sets)
+        width = 4 * len(query)
+        # One product over every candidate's vectors, then the best row of each candidate.
+        starts = np.cumsum([0, *(len(sets[i]) // width for i in ids[:-1])])
+        matrix = np.frombuffer(b"".join(sets.values()), dtype="<f4").reshape(-1, len(query))
         with one_blas_thread():
-            for record_id, blob in sets.items():
-                vectors = np.frombuffer(blob, dtype="<f4").reshape(-1, dimensions)
-                similarity = float((vectors @ query).max())
-                if similarity >= self.config.min_similarity:
-                    best[record_id] = similarity
-        return best
+            similarities = np.maximum.reduceat(matrix @ query, starts)
+        floor = self.config.min_similarity
+        return {i: float(s) for i, s in zip(ids, similarities, strict=True) if s >= floor}
 
     async def nearest(
         self,
