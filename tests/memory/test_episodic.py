@@ -278,3 +278,14 @@ async def test_a_file_from_before_sentence_vectors_upgrades_and_reindexes(
         assert [part is not None for part in stored_parts(db_path)] == [True]
         hits = await mem.episodic.remember("where did my sister move")
         assert hits[0].text == text
+
+
+async def test_sentence_vectors_can_be_turned_off(db_path: Path, embedder: MiniLMEmbedder) -> None:
+    config = EngineConfig(embedder=embedder, sentence_vectors=False)
+    text = "We booked the flights to Japan. My sister Maria moved to Porto in June."
+    async with engramdb.open(db_path, config=config) as engine:
+        mem = engine.scope(tenant="acme", user="alice")
+        await mem.episodic.memorize(MemoryItem(text=text))
+        hits = await mem.episodic.remember("where did my sister move")
+    assert [h.text for h in hits] == [text]
+    assert stored_parts(db_path) == [None]
