@@ -8,7 +8,8 @@ Three phases, each through the public API (``engramdb.open`` and ``scope(...).ep
    (memories/s), then embedded by a fresh model again; the ratio is ingest over the mean of the
    two model passes. The model-alone passes embed the strings the engine embeds for these
    items: ``user: <text>``, and ``user: <sentence>`` for each sentence of a text of several
-   (its sentence vectors); both rates count texts. The write path without embedding
+   (its sentence vectors), in one call per batch of texts as the engine makes them; both
+   rates count texts. The write path without embedding
    (``EngineConfig(embedder=None)``) is timed on the same N texts and on W texts, with
    ``synchronous="full"`` (the default) and ``"normal"``.
 2. **remember latency at scale.** A store of M memories with vectors is built in one scope;
@@ -437,9 +438,14 @@ class Bench:
     # -- phase 1 ------------------------------------------------------------------------------
 
     async def model_alone(self, texts: Sequence[str], label: str) -> dict[str, Any]:
-        """A fresh, uncached MiniLM embedding ``texts`` in calls of ``BATCH``."""
+        """A fresh, uncached MiniLM embedding what the engine embeds for ``texts``, in the
+        engine's calls: one per ``BATCH`` texts, holding their whole texts and sentences."""
         embedder = MiniLMEmbedder(threads=1)
-        strings = [string for text in texts for string in embed_strings(text)]
+        calls = [
+            [string for text in texts[start : start + BATCH] for string in embed_strings(text)]
+            for start in range(0, len(texts), BATCH)
+        ]
+        strings = [string for call in calls for string in call]
         try:
             t0 = time.perf_counter()
             await embedder.load()
@@ -447,10 +453,9 @@ class Bench:
             with make_progress(self.console) as progress:
                 task = progress.add_task(f"model alone ({label})", total=len(strings))
                 started = time.perf_counter()
-                for start in range(0, len(strings), BATCH):
-                    chunk = strings[start : start + BATCH]
-                    await embedder.embed(chunk)
-                    progress.advance(task, len(chunk))
+                for call in calls:
+                    await embedder.embed(call)
+                    progress.advance(task, len(call))
                 seconds = time.perf_counter() - started
         finally:
             embedder.close()
