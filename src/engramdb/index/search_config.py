@@ -47,8 +47,10 @@ class SearchConfig:
         min_similarity: vector hits below this cosine similarity are dropped as noise.
         ann_threshold: partitions with more vectors than this use the ANN index (hnswlib),
             smaller ones exact search.
-        part_vectors: score each candidate by the best of its whole-text and sentence vectors
+        part_vectors: score candidates by the best of their whole-text and sentence vectors
             (for memory types that store sentence vectors: episodes and conversation turns).
+        part_candidates: how many of each signal's best candidates are re-scored that way
+            (each costs a read of its vectors; 0 re-scores every candidate).
     """
 
     mode: SearchMode = "hybrid"
@@ -71,6 +73,7 @@ class SearchConfig:
     min_similarity: float = 0.0
     ann_threshold: int = 20_000
     part_vectors: bool = True
+    part_candidates: int = 30
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "bm25", "vector"):
@@ -79,5 +82,5 @@ class SearchConfig:
             raise ValueError(f"unknown fusion {self.fusion!r}")
         if self.candidates < 1 or self.rrf_k < 1 or self.neighbours < 0:
             raise ValueError("candidates and rrf_k must be positive, neighbours non-negative")
-        if self.max_scored_docs < 0:
-            raise ValueError("max_scored_docs must not be negative")
+        if self.max_scored_docs < 0 or self.part_candidates < 0:
+            raise ValueError("max_scored_docs and part_candidates must not be negative")

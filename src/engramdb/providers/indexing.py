@@ -418,19 +418,26 @@ class Indexer:
         scores: dict[str, dict[int, float]],
         query: FloatArray,
     ) -> dict[int, float]:
-        """Every candidate's best cosine similarity over its whole-text and part vectors.
+        """The vector scores with the best candidates' replaced by their best cosine similarity
+        over their whole-text and part vectors.
 
-        Candidates come from both signals (the whole-text vectors and BM25), so a record whose
-        one relevant sentence the whole-text vector hides is still found when its words match.
+        The best ``part_candidates`` of each signal (the whole-text vectors and BM25) are
+        re-scored, so a record whose one relevant sentence the whole-text vector hides is still
+        found when its words match; the rest keep their whole-text score.
         """
-        candidates = tuple(sorted(set(scores.get("vector", {})) | set(scores.get("bm25", {}))))
+        top = self.config.part_candidates or None
+        chosen: set[int] = set()
+        for signal in scores.values():
+            chosen.update(sorted(signal, key=lambda i: (-signal[i], i))[:top])
+        candidates = tuple(sorted(chosen))
+        whole = scores.get("vector", {})
         if not candidates:
-            return {}
+            return dict(whole)
         sets = await self.backend.search.vector_sets(
             RecordQuery(namespace, partition, ids=candidates), self.model
         )
         if not sets:
-            return {}
+            return dict(whole)
         ids = list(sets)
         width = 4 * len(query)
         # One product over every candidate's vectors, then the best row of each candidate.
@@ -439,7 +446,8 @@ class Indexer:
         with one_blas_thread():
             similarities = np.maximum.reduceat(matrix @ query, starts)
         floor = self.config.min_similarity
-        return {i: float(s) for i, s in zip(ids, similarities, strict=True) if s >= floor}
+        best = {i: float(s) for i, s in zip(ids, similarities, strict=True) if s >= floor}
+        return {**whole, **best}
 
     async def nearest(
         self,
