@@ -185,13 +185,12 @@ class EventSourcedProvider(MemoryProvider):
             for event, envelope in zip(events, envelopes, strict=True)
         ]
         embedded = await self.indexer.embed_records(self.spec, records) if self._embeds else None
-        vectors, parts = embedded if embedded else (None, None)
-        ops = [
-            Put(record, vectors[i], self.indexer.model, parts[i])
-            if vectors and parts
-            else Put(record)
-            for i, record in enumerate(records)
-        ]
+        vectors = embedded[0] if embedded else None
+        ops = (
+            [Put(r, v, self.indexer.model, p) for r, v, p in zip(records, *embedded, strict=True)]
+            if embedded
+            else [Put(r) for r in records]
+        )
         if vectors:
             envelopes += [
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))

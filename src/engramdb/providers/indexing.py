@@ -145,18 +145,17 @@ class Indexer:
     ) -> tuple[list[bytes], list[bytes | None]] | None:
         """Each record's whole-text vector and its part vectors (concatenated; ``None`` for a
         record without parts), all computed in one call (``None`` without an embedder)."""
-        if self.embedder is None:
-            return None
         parts = [spec.record_embed_parts(r) for r in records]
         texts = [spec.record_embed_text(r) for r in records]
-        matrix = await self.embedder.embed(texts + [text for each in parts for text in each])
-        wholes = [vector_bytes(row) for row in matrix[: len(records)]]
+        blobs = await self.embed(texts + [text for each in parts for text in each])
+        if blobs is None:
+            return None
         sets: list[bytes | None] = []
         start = len(records)
         for each in parts:
-            sets.append(vector_bytes(matrix[start : start + len(each)]) if each else None)
+            sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
-        return wholes, sets
+        return blobs[: len(records)], sets
 
     async def _current(self) -> None:
         # Other processes' commits are noticed within STALE_AFTER_S: the vector cache may lag
