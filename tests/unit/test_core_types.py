@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from types import ModuleType
@@ -27,6 +29,7 @@ from engramdb.core.events import (
     MemoryLinked,
     MemoryWritten,
     TraceContext,
+    new_id,
 )
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.core.types import MemoryEntry, ProviderCapabilities, RecallQuery
@@ -166,6 +169,19 @@ def test_domain_events_wrap_into_envelopes_and_back() -> None:
     assert MemoryDeleted(key="k").to_envelope(scope=scope).payload["mode"] == "hard"
     linked = MemoryLinked(source_key="a", target_key="b", relation="knows").to_envelope(scope=scope)
     assert linked.payload["relation"] == "knows"
+
+
+def test_ids_are_version_7_uuids_that_sort_by_creation_time() -> None:
+    first = [new_id() for _ in range(1000)]
+    time.sleep(0.002)  # the next millisecond: ids of the same one share their time bits only
+    later = new_id()
+    assert len(set(first)) == 1000
+    for made in [*first, later]:
+        parsed = uuid.UUID(made)
+        assert (parsed.hex, parsed.version, parsed.variant) == (made, 7, uuid.RFC_4122)
+    assert all(made < later for made in first)
+    millis = int(later[:12], 16)
+    assert abs(millis - time.time() * 1000) < 60_000
 
 
 def test_public_surface_is_exactly_the_curated_list() -> None:

@@ -353,9 +353,9 @@ async def run_benchmark(
 
 @asynccontextmanager
 async def eval_embedder(cache: Path | None) -> AsyncIterator[Embedder]:
-    """The engine's default model (MiniLM on every core), behind a persistent cache if given;
-    closed on exit."""
-    model = MiniLMEmbedder(threads=os.cpu_count() or 1)
+    """The engine's default model (MiniLM on every core this process may run on), behind a
+    persistent cache if given; closed on exit."""
+    model = MiniLMEmbedder(threads=len(os.sched_getaffinity(0)) or 1)
     cached = None if cache is None else PersistentEmbeddingCache(model, cache)
     try:
         yield model if cached is None else cached
