@@ -233,3 +233,20 @@ async def test_text_search_ranks_within_the_partition_whatever_others_hold(
     many = await backend.search.text(RecordQuery("ns", BOB), '"apple"', 5)
     assert len(many) == 5
     assert {r.scope for r, _ in many} == {BOB}
+    # The same hits as ids, whichever way the backend found them.
+    for scope, match, limit, found in (
+        (ALICE, '"apple" OR "pie"', 2, hits),
+        (BOB, '"apple"', 5, many),
+    ):
+        ids = await backend.search.text_ids(RecordQuery("ns", scope), match, limit)
+        assert ids == [(r.id, score) for r, score in found]
+
+
+async def test_document_frequencies_count_the_records_holding_each_word(backend: Backend) -> None:
+    texts = ["apple pie", "apple tart", "pear tart", "plum"]
+    await backend.commit(
+        [Put(record(f"k{n}", ALICE if n % 2 else BOB, text=t)) for n, t in enumerate(texts)], []
+    )
+    counts = await backend.search.document_frequencies(["apple", "tart", "plum", "kiwi"])
+    assert counts == {"apple": 2, "tart": 2, "plum": 1, "kiwi": 0}
+    assert await backend.search.document_count() == 4

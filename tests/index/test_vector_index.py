@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engramdb.index.embedder import l2_normalize
 from engramdb.index.vector_index import VectorIndex
@@ -44,6 +45,25 @@ def test_compaction_keeps_answers() -> None:
     index.remove(list(range(150)))
     assert len(index) == 50
     assert index.search(vectors[170], 1)[0][0] == 170
+
+
+def test_best_similarities_take_the_best_of_whole_and_part_vectors() -> None:
+    vectors = unit(9)
+    index = VectorIndex(16)
+    # Record 1 has parts 3-5, record 2 parts 6-8, record 0 none.
+    parts = [None, vectors[3:6].tobytes(), vectors[6:9].tobytes()]
+    index.upsert([0, 1, 2], vectors[:3], parts)
+    query = vectors[7]
+    best = index.best_similarities([2, 1, 0, 99], query)
+    assert set(best) == {0, 1, 2}
+    assert best[2] == pytest.approx(1.0, abs=1e-3)  # its part 7 is the query itself
+    assert best[1] == pytest.approx(float((vectors[[1, 3, 4, 5]] @ query).max()), abs=1e-3)
+    assert best[0] == pytest.approx(float(vectors[0] @ query), abs=1e-6)
+    # Replaced without parts, or removed: the parts go with the record.
+    index.upsert([2], vectors[2:3])
+    assert index.best_similarities([2], query)[2] == pytest.approx(float(vectors[2] @ query))
+    index.remove([1])
+    assert index.best_similarities([1], query) == {}
 
 
 def test_ann_path_agrees_with_exact_search() -> None:

@@ -1,8 +1,10 @@
 """``VectorIndex``: nearest neighbours by cosine similarity over unit vectors, in memory.
 
 Small sets are searched exactly with one matrix-vector product; above ``ann_threshold``
-vectors an HNSW graph (hnswlib) answers instead. Both are derived data: built from the stored
-vectors, updated as writes land, and thrown away without loss.
+vectors an HNSW graph (hnswlib) answers instead. A record may also have part vectors (one per
+sentence): they are not searched, but kept to re-score candidates by their best vector. All of
+it is derived data: built from the stored vectors, updated as writes land, and thrown away
+without loss.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import numpy.typing as npt
 from engramdb.index.blas import one_blas_thread
 
 FloatArray = npt.NDArray[np.float32]
+#: Part vectors are kept at half precision: they only re-score candidates, and there are
+#: two to three times as many of them as records (the similarity moves by about 1e-3).
+PartArray = npt.NDArray[np.float16]
 
 
 class VectorIndex:
@@ -28,6 +33,7 @@ class VectorIndex:
         self._ids = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, dimensions), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
+        self._parts: dict[int, PartArray] = {}
         self._ann: Any = None
 
     def __len__(self) -> int:
@@ -38,12 +44,17 @@ class VectorIndex:
         """Whether searches go through the HNSW graph."""
         return self._ann is not None
 
-    def upsert(self, ids: Sequence[int], vectors: FloatArray) -> None:
-        """Add or replace the vectors of ``ids``."""
+    def upsert(
+        self, ids: Sequence[int], vectors: FloatArray, parts: Sequence[bytes | None] | None = None
+    ) -> None:
+        """Add or replace the vectors of ``ids``, with their part vectors if ``parts`` (float32
+        bytes aligned with ``ids``, ``None`` for a record without any) gives them."""
         if not len(ids):
             return
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dimensions)
         self.remove(ids)
+        if parts is not None:
+            self.set_parts(ids, parts)
         start = len(self._ids)
         self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
         self._matrix = np.concatenate([self._matrix, vectors])
@@ -55,9 +66,39 @@ class VectorIndex:
         elif len(self._rows) > self.ann_threshold:
             self._build_ann()
 
+    def set_parts(self, ids: Sequence[int], parts: Sequence[bytes | None]) -> None:
+        """Keep the part vectors of ``ids`` (float32 bytes; ``None`` or empty for none)."""
+        for item, blob in zip(ids, parts, strict=True):
+            if blob:
+                rows = np.frombuffer(blob, dtype="<f4").reshape(-1, self.dimensions)
+                self._parts[int(item)] = rows.astype(np.float16)
+            else:
+                self._parts.pop(int(item), None)
+
+    def best_similarities(self, ids: Sequence[int], query: FloatArray) -> dict[int, float]:
+        """For each of ``ids`` the index holds: the cosine similarity to ``query`` of its best
+        vector, whole-text or part."""
+        known = [int(item) for item in ids if int(item) in self._rows]
+        if not known:
+            return {}
+        query = np.asarray(query, dtype=np.float32).reshape(self.dimensions)
+        rows = np.fromiter((self._rows[item] for item in known), dtype=np.int64, count=len(known))
+        with_parts = [n for n, item in enumerate(known) if item in self._parts]
+        with one_blas_thread():
+            best = self._matrix[rows] @ query
+            if with_parts:
+                blocks = [self._parts[known[n]] for n in with_parts]
+                # One product over every candidate's parts, then the best row of each.
+                starts = np.cumsum([0, *(len(block) for block in blocks[:-1])])
+                stacked = np.concatenate(blocks).astype(np.float32)
+                part_best = np.maximum.reduceat(stacked @ query, starts)
+                best[with_parts] = np.maximum(best[with_parts], part_best)
+        return {item: float(score) for item, score in zip(known, best, strict=True)}
+
     def remove(self, ids: Collection[int]) -> None:
         """Forget the vectors of ``ids`` (unknown ids are ignored)."""
         for item in ids:
+            self._parts.pop(int(item), None)
             row = self._rows.pop(int(item), None)
             if row is None:
                 continue

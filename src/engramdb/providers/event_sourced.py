@@ -197,7 +197,13 @@ class EventSourcedProvider(MemoryProvider):
                 for r, written in zip(records, envelopes, strict=True)
             ]
         result = await self.backend.commit(ops, envelopes)
-        self.indexer.committed(self.provider_id, self.partition, result.stored, vectors)
+        self.indexer.committed(
+            self.provider_id,
+            self.partition,
+            result.stored,
+            vectors,
+            embedded[1] if embedded else None,
+        )
         return [record_entry(r) for r in result.stored]
 
     async def upsert_similar(

@@ -186,6 +186,10 @@ class Indexer:
                 if ids:
                     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
                     index.upsert(ids, matrix.astype(np.float32))
+                    parts = await self.backend.search.part_vectors(
+                        RecordQuery(namespace, partition), self.model
+                    )
+                    index.set_parts(list(parts), list(parts.values()))
                 self._indexes[slot] = index
             return index
 
@@ -203,21 +207,28 @@ class Indexer:
         partition: Scope,
         stored: Sequence[Record],
         vectors: Sequence[bytes | None] | None,
+        parts: Sequence[bytes | None] | None = None,
     ) -> None:
-        """Bring loaded vector indexes in step with records this process just committed."""
+        """Bring loaded vector indexes in step with records this process just committed (and
+        their part vectors, aligned with ``vectors``)."""
         index = self._indexes.get((namespace, partition))
         if index is None:
             return
+        none = [None] * len(stored)
         with_vectors = [
-            (r.id, v)
-            for r, v in zip(stored, vectors or [None] * len(stored), strict=True)
+            (r.id, v, p)
+            for r, v, p in zip(stored, vectors or none, parts or none, strict=True)
             if r.id is not None and v
         ]
         index.remove([r.id for r in stored if r.id is not None])
         if with_vectors:
-            ids = [item for item, _ in with_vectors]
-            matrix = np.frombuffer(b"".join(v for _, v in with_vectors), dtype="<f4")
-            index.upsert(ids, matrix.reshape(len(ids), -1).astype(np.float32))
+            ids = [item for item, _, _ in with_vectors]
+            matrix = np.frombuffer(b"".join(v for _, v, _ in with_vectors), dtype="<f4")
+            index.upsert(
+                ids,
+                matrix.reshape(len(ids), -1).astype(np.float32),
+                [p for _, _, p in with_vectors],
+            )
 
     def removed(self, namespace: str, partition: Scope, ids: Sequence[int]) -> None:
         """Drop deleted records from a loaded vector index."""
@@ -263,19 +274,26 @@ class Indexer:
         wants_vectors = config.mode != "bm25" and use_vectors and self.embedder is not None
         # The model embeds the query on its own thread while SQLite runs the full-text query.
         query_vector = self._query_vector(request.query) if wants_vectors else None
-        if config.mode != "vector":
-            match = await self.full_text_match(request.query, namespace, partition)
-            if match is not None:
-                hits = await self.backend.search.text(base, match, config.candidates)
-                scores["bm25"] = {r.id: s for r, s in hits if r.id is not None}
-                records.update((r.id, r) for r, _ in hits if r.id is not None)
+        lazy = self._ranks_by_scores_alone(request)
+        match = (
+            None
+            if config.mode == "vector"
+            else await self.full_text_match(request.query, namespace, partition)
+        )
+        if match is not None and lazy:
+            # Records are read below, for the hits that make the cut only.
+            found = await self.backend.search.text_ids(base, match, config.candidates)
+            scores["bm25"] = dict(found)
+        elif match is not None:
+            hits = await self.backend.search.text(base, match, config.candidates)
+            scores["bm25"] = {r.id: s for r, s in hits if r.id is not None}
+            records.update((r.id, r) for r, _ in hits if r.id is not None)
         if query_vector is not None:
             scores["vector"] = await self._vector_scores(namespace, partition, base, query_vector)
             if part_vectors and config.part_vectors:
                 scores["vector"] = await self._best_part_scores(
                     namespace, partition, scores, await asyncio.shield(query_vector)
                 )
-        lazy = self._ranks_by_scores_alone(request)
         if not lazy and "vector" in scores:
             gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
@@ -368,12 +386,14 @@ class Indexer:
             return terms
         now = time.monotonic()
         unknown = [t for t in terms if now - self._df.get(t, (0, -1e9))[1] > DF_TTL_S]
-        if unknown or now - self._total[1] > DF_TTL_S:
-            counts, total = await self.backend.search.document_frequencies(unknown)
+        if unknown:
+            counts = await self.backend.search.document_frequencies(unknown)
             if len(self._df) > 50_000:
                 self._df.clear()
             self._df.update({t: (n, now) for t, n in counts.items()})
-            self._total = (total, now)
+        if now - self._total[1] > DF_TTL_S:
+            # Counted apart from the words: counting a large index takes milliseconds.
+            self._total = (await self.backend.search.document_count(), now)
         total = self._total[0]
         df = {t: self._df[t][0] for t in terms}
         kept = terms
@@ -422,7 +442,9 @@ class Indexer:
 
         The best ``part_candidates`` of each signal (the whole-text vectors and BM25) are
         re-scored, so a record whose one relevant sentence the whole-text vector hides is still
-        found when its words match; the rest keep their whole-text score.
+        found when its words match; the rest keep their whole-text score. The vectors come
+        from this process's index of the partition, or, for a backend that searches vectors
+        itself, from the database.
         """
         top = self.config.part_candidates or None
         chosen: set[int] = set()
@@ -432,21 +454,36 @@ class Indexer:
         whole = scores.get("vector", {})
         if not candidates:
             return dict(whole)
+        found: dict[int, float] = {}
+        if not isinstance(self.backend.search, NativeVectorSearch):
+            # This process holds the partition's vectors, its parts included; what another
+            # process wrote since the index loaded is read from the database.
+            index = await self.vector_index(namespace, partition)
+            found = index.best_similarities(candidates, query)
+            candidates = tuple(i for i in candidates if i not in found)
+        if candidates:
+            found |= await self._stored_best(namespace, partition, candidates, query)
+        floor = self.config.min_similarity
+        return {**whole, **{i: s for i, s in found.items() if s >= floor}}
+
+    async def _stored_best(
+        self, namespace: str, partition: Scope, ids: tuple[int, ...], query: FloatArray
+    ) -> dict[int, float]:
+        """The best similarity to ``query`` over each record's stored whole-text and part
+        vectors, read from the database (records without vectors are left out)."""
         sets = await self.backend.search.vector_sets(
-            RecordQuery(namespace, partition, ids=candidates), self.model
+            RecordQuery(namespace, partition, ids=ids), self.model
         )
         if not sets:
-            return dict(whole)
-        ids = list(sets)
+            return {}
+        found = list(sets)
         width = 4 * len(query)
         # One product over every candidate's vectors, then the best row of each candidate.
-        starts = np.cumsum([0, *(len(sets[i]) // width for i in ids[:-1])])
+        starts = np.cumsum([0, *(len(sets[i]) // width for i in found[:-1])])
         matrix = np.frombuffer(b"".join(sets.values()), dtype="<f4").reshape(-1, len(query))
         with one_blas_thread():
             similarities = np.maximum.reduceat(matrix @ query, starts)
-        floor = self.config.min_similarity
-        best = {i: float(s) for i, s in zip(ids, similarities, strict=True) if s >= floor}
-        return {**whole, **best}
+        return {i: float(s) for i, s in zip(found, similarities, strict=True)}
 
     async def nearest(
         self,

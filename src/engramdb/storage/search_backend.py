@@ -19,8 +19,17 @@ class SearchBackend(Protocol):
         each with its BM25 score (higher is better)."""
         ...
 
-    async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many indexed documents hold each term, and how many documents there are."""
+    async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
+        """``text``'s hits as record ids with their scores, for a caller that reads only the
+        records it keeps."""
+        ...
+
+    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed documents hold each term."""
+        ...
+
+    async def document_count(self) -> int:
+        """How many documents the full-text index holds."""
         ...
 
     async def record_ids(self, query: RecordQuery) -> list[int]:
@@ -29,6 +38,11 @@ class SearchBackend(Protocol):
 
     async def vectors(self, query: RecordQuery, model: str) -> tuple[list[int], list[bytes]]:
         """Record ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
+        ...
+
+    async def part_vectors(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """For each record ``query`` selects that has part vectors of ``model``: those
+        vectors, as one run of float32 bytes."""
         ...
 
     async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:

@@ -263,6 +263,17 @@ def vector_set_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     return sql, [*params, model]
 
 
+def part_vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids and part embeddings of ``model`` for the records ``query`` selects that have
+    part embeddings."""
+    where, params = record_where(query)
+    sql = (
+        f"SELECT id, embedding_parts FROM {table_for(query.namespace)} "
+        f"WHERE {where} AND embedding_model = %s AND embedding_parts IS NOT NULL"
+    )
+    return sql, [*params, model]
+
+
 def unvectored_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     """The records ``query`` selects that have no vector of ``model``."""
     where, params = record_where(query)

@@ -18,6 +18,7 @@ from engramdb.storage.postgres.queries import (
     PARTITION,
     match_words,
     nearest_select,
+    part_vector_select,
     record_select,
     record_select_list,
     text_search,
@@ -59,9 +60,14 @@ class PostgresSearch:
             rows = await (await conn.execute(sql, params)).fetchall()
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
-    async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many records (of every tenant and namespace) hold each term, and how many
-        records there are (nothing, for a login that may not read across tenants)."""
+    async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
+        """``text``'s hits as record ids with their scores (the final page is joined to its
+        records in the same statement, so there is nothing to save by leaving them out)."""
+        return [(r.id, score) for r, score in await self.text(query, match, limit) if r.id]
+
+    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many records (of every tenant and namespace) hold each term (none, for a login
+        that may not read across tenants)."""
         counts: dict[str, int] = {}
         async with self._pool.transaction(self.statistics) as conn:
             for term in terms:
@@ -72,9 +78,15 @@ class PostgresSearch:
                 )
                 row = await cursor.fetchone()
                 counts[term] = int(row[0]) if row else 0
+        return counts
+
+    async def document_count(self) -> int:
+        """How many records there are, of every tenant and namespace (none, for a login that
+        may not read across tenants)."""
+        async with self._pool.transaction(self.statistics) as conn:
             cursor = await conn.execute(f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every")
             row = await cursor.fetchone()
-        return counts, int(row[0]) if row else 0
+        return int(row[0]) if row else 0
 
     async def record_ids(self, query: RecordQuery) -> list[int]:
         """Row ids of the records ``query`` selects."""
@@ -86,6 +98,11 @@ class PostgresSearch:
         """Ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
         rows = await self._binary_rows(query, *vector_select(query, model))
         return [r[0] for r in rows], [r[1] for r in rows]
+
+    async def part_vectors(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """Each selected record's part vectors of ``model``, for those that have any."""
+        rows = await self._binary_rows(query, *part_vector_select(query, model))
+        return {int(r[0]): bytes(r[1]) for r in rows}
 
     async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
         """Each selected record's vectors of ``model``: the whole text's, then its parts'."""

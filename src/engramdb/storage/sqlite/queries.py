@@ -233,26 +233,33 @@ def text_search(query: RecordQuery, expression: str, limit: int) -> tuple[str, l
     return sql, [expression, *params, limit]
 
 
-def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
-    """Record ids and vectors of ``model`` for the records ``query`` selects."""
+def _vectors_of(
+    query: RecordQuery, model: str, columns: str, tail: str = ""
+) -> tuple[str, list[Any]]:
+    """``columns`` of the records ``query`` selects joined to their vectors of ``model``."""
     where, params = record_where(query)
     sql = (
-        "SELECT records.id, vectors.vector FROM records "
-        f"JOIN vectors ON vectors.record_id = records.id WHERE {where} AND vectors.model = ? "
-        "ORDER BY records.id"
+        f"SELECT records.id, {columns} FROM records JOIN vectors ON vectors.record_id = "
+        f"records.id WHERE {where} AND vectors.model = ?{tail}"
     )
     return sql, [*params, model]
+
+
+def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids and vectors of ``model`` for the records ``query`` selects."""
+    return _vectors_of(query, model, "vectors.vector", " ORDER BY records.id")
 
 
 def vector_set_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     """Record ids, whole-text vectors and part vectors of ``model`` for the records ``query``
     selects."""
-    where, params = record_where(query)
-    sql = (
-        "SELECT records.id, vectors.vector, vectors.parts FROM records "
-        f"JOIN vectors ON vectors.record_id = records.id WHERE {where} AND vectors.model = ?"
-    )
-    return sql, [*params, model]
+    return _vectors_of(query, model, "vectors.vector, vectors.parts")
+
+
+def part_vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Record ids and part vectors of ``model`` for the records ``query`` selects that have
+    part vectors."""
+    return _vectors_of(query, model, "vectors.parts", " AND vectors.parts IS NOT NULL")
 
 
 def unvectored_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

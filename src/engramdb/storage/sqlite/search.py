@@ -13,12 +13,13 @@ from typing import Any
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery
-from engramdb.storage.rows import row_record, time_text
+from engramdb.storage.rows import RECORD_SELECTED, row_record, time_text
 from engramdb.storage.sqlite.event_store import insert_events
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     TEXT_HITS,
     UPSERT_VECTOR_IF_PRESENT,
+    part_vector_select,
     query_partition_token,
     record_select,
     record_where,
@@ -34,6 +35,8 @@ _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
 )
 SavedVectors = list[tuple[Any, ...]]
+#: The columns of a whole record, after id and key, for ``SqliteSearch._text_hits``.
+_WHOLE_RECORD = ", " + ", ".join(RECORD_SELECTED)
 #: How many of the index's best full-text matches are read per wanted hit before filtering.
 PREFETCH_FACTOR = 4
 #: Seconds a partition's share of the index is trusted.
@@ -72,31 +75,57 @@ class SqliteSearch:
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects that match the FTS5 expression ``match``, best first,
         with their BM25 scores (higher is better)."""
-        prefetch = limit * PREFETCH_FACTOR
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            token = query_partition_token(query)
-            expression = text_match(match, token if token and self._is_small(conn, query) else None)
-            hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
-            rank = dict(hits)
-            found: list[Record] = []
-            # Records are read for the best hits first, a limit's worth at a time, until the
-            # filters have let enough through.
-            for start in range(0, len(hits), limit):
-                ids = tuple(hit_id for hit_id, _ in hits[start : start + limit])
-                sql, params = record_select(replace(query, ids=ids, limit=None, offset=0))
-                found += [row_record(row) for row in conn.execute(sql, params)]
-                if len(found) >= limit:
-                    break
-            if len(found) < limit and len(hits) == prefetch:
-                # Other partitions (or filters) took the best matches: join them all.
-                sql, params = text_search(query, expression, limit)
+            found = self._text_hits(conn, query, match, limit, _WHOLE_RECORD)
+            if found is None:
+                sql, params = text_search(query, self._expression(conn, query, match), limit)
                 rows = conn.execute(sql, params).fetchall()
                 return [(row_record(row[:-1]), float(row[-1])) for row in rows]
-            found.sort(key=lambda r: (rank[r.id], r.key))
-            return [(r, -float(rank[r.id])) for r in found[:limit]]
+            return [(row_record(row[2:]), score) for row, score in found]
 
         return await self._worker.run(fetch)
+
+    async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
+        """``text`` without reading the records: their ids, best first, with their scores."""
+
+        def fetch(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+            found = self._text_hits(conn, query, match, limit, "")
+            if found is None:
+                sql, params = text_search(query, self._expression(conn, query, match), limit)
+                return [(int(row[0]), float(row[-1])) for row in conn.execute(sql, params)]
+            return [(int(row[0]), score) for row, score in found]
+
+        return await self._worker.run(fetch)
+
+    def _expression(self, conn: sqlite3.Connection, query: RecordQuery, match: str) -> str:
+        token = query_partition_token(query)
+        return text_match(match, token if token and self._is_small(conn, query) else None)
+
+    def _text_hits(
+        self, conn: sqlite3.Connection, query: RecordQuery, match: str, limit: int, columns: str
+    ) -> list[tuple[tuple[Any, ...], float]] | None:
+        """Rows of id, key and ``columns`` for the records ``query`` selects among the index's
+        best matches, best first, with their scores; None when those best matches do not hold
+        ``limit`` of them."""
+        prefetch = limit * PREFETCH_FACTOR
+        hits = conn.execute(TEXT_HITS, (self._expression(conn, query, match), prefetch)).fetchall()
+        rank = dict(hits)
+        found: list[tuple[Any, ...]] = []
+        # Rows are read for the best hits first, a limit's worth at a time, until the filters
+        # have let enough through.
+        for start in range(0, len(hits), limit):
+            ids = tuple(hit_id for hit_id, _ in hits[start : start + limit])
+            sql, params = record_select(
+                replace(query, ids=ids, limit=None, offset=0), columns=f"id, key{columns}"
+            )
+            found += conn.execute(sql, params).fetchall()
+            if len(found) >= limit:
+                break
+        if len(found) < limit and len(hits) == prefetch:
+            return None  # other partitions (or filters) took the best matches
+        found.sort(key=lambda row: (rank[row[0]], row[1]))
+        return [(row, -float(rank[row[0]])) for row in found[:limit]]
 
     def _is_small(self, conn: sqlite3.Connection, query: RecordQuery) -> bool:
         """Whether ``query``'s partition holds under half of the indexed records (then asking
@@ -114,11 +143,11 @@ class SqliteSearch:
             known = self._shares[key] = (size < total / 2, now)
         return known[0]
 
-    async def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many indexed documents hold each term, and how many documents there are."""
+    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed documents hold each term."""
 
-        def fetch(conn: sqlite3.Connection) -> tuple[dict[str, int], int]:
-            counts = {
+        def fetch(conn: sqlite3.Connection) -> dict[str, int]:
+            return {
                 term: int(
                     conn.execute(
                         "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
@@ -127,10 +156,14 @@ class SqliteSearch:
                 )
                 for term in terms
             }
-            (total,) = conn.execute("SELECT count(*) FROM records").fetchone()
-            return counts, int(total)
 
         return await self._worker.run(fetch)
+
+    async def document_count(self) -> int:
+        """How many documents the full-text index holds (one per record)."""
+        return await self._worker.run(
+            lambda conn: int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
+        )
 
     async def record_ids(self, query: RecordQuery) -> list[int]:
         """Row ids of the records ``query`` selects."""
@@ -146,6 +179,11 @@ class SqliteSearch:
             return [r[0] for r in rows], [r[1] for r in rows]
 
         return await self._worker.run(fetch)
+
+    async def part_vectors(self, query: RecordQuery, model: str) -> dict[int, bytes]:
+        """Each selected record's part vectors of ``model``, for those that have any."""
+        sql, params = part_vector_select(query, model)
+        return await self._worker.run(lambda conn: dict(conn.execute(sql, params).fetchall()))
 
     async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
         """Each selected record's vectors of ``model``: the whole text's, then its parts'."""
