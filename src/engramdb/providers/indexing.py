@@ -275,21 +275,20 @@ class Indexer:
         # The model embeds the query on its own thread while SQLite runs the full-text query.
         query_vector = self._query_vector(request.query) if wants_vectors else None
         lazy = self._ranks_by_scores_alone(request)
-        match = (
-            None
-            if config.mode == "vector"
-            else await self.full_text_match(request.query, namespace, partition)
+        # Both signals at once: the vector index is searched as soon as the query vector is
+        # ready, while SQLite may still be busy with the full-text query.
+        text, vector = await asyncio.gather(
+            self._text_scores(request.query, partition, base, records, lazy=lazy)
+            if config.mode != "vector"
+            else _nothing(),
+            self._vector_scores(namespace, partition, base, query_vector)
+            if query_vector is not None
+            else _nothing(),
         )
-        if match is not None and lazy:
-            # Records are read below, for the hits that make the cut only.
-            found = await self.backend.search.text_ids(base, match, config.candidates)
-            scores["bm25"] = dict(found)
-        elif match is not None:
-            hits = await self.backend.search.text(base, match, config.candidates)
-            scores["bm25"] = {r.id: s for r, s in hits if r.id is not None}
-            records.update((r.id, r) for r, _ in hits if r.id is not None)
-        if query_vector is not None:
-            scores["vector"] = await self._vector_scores(namespace, partition, base, query_vector)
+        if text is not None:
+            scores["bm25"] = text
+        if vector is not None and query_vector is not None:
+            scores["vector"] = vector
             if part_vectors and config.part_vectors:
                 scores["vector"] = await self._best_part_scores(
                     namespace, partition, scores, await asyncio.shield(query_vector)
@@ -332,6 +331,28 @@ class Indexer:
         if config.neighbours:
             ranked = await self._with_neighbours(namespace, partition, ranked, now)
         return ranked[: request.limit]
+
+    async def _text_scores(
+        self,
+        query: str,
+        partition: Scope,
+        base: RecordQuery,
+        records: dict[int, Record],
+        *,
+        lazy: bool,
+    ) -> dict[int, float] | None:
+        """BM25 scores of the records ``base`` (in ``partition``) selects for ``query`` (None
+        when no word of it is worth asking); unless ``lazy``, the hits' records go into
+        ``records``."""
+        match = await self.full_text_match(query, base.namespace, partition)
+        if match is None:
+            return None
+        if lazy:
+            # Records are read later, for the hits that make the cut only.
+            return dict(await self.backend.search.text_ids(base, match, self.config.candidates))
+        hits = await self.backend.search.text(base, match, self.config.candidates)
+        records.update((r.id, r) for r, _ in hits if r.id is not None)
+        return {r.id: s for r, s in hits if r.id is not None}
 
     def _ranks_by_scores_alone(self, request: SearchRequest) -> bool:
         """Whether the fused order depends on nothing but each signal's own scores, so records
@@ -571,6 +592,10 @@ class Indexer:
                 progress(len(todo))
         self.forget_all()
         return done
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _age_days(record: Record, now: datetime) -> float:
