@@ -140,8 +140,10 @@ async def test_an_indexed_record_is_scored_by_its_best_sentence(
         hits[0].record.id: 4,
         hits[1].record.id: 1,
     }
+    turn_id = hits[0].record.id
+    assert turn_id is not None
     parts = await search.part_vectors(everything, provider.indexer.model)
-    assert parts == {hits[0].record.id: stored[hits[0].record.id][4 * embedder.dimensions :]}
+    assert parts == {turn_id: stored[turn_id][4 * embedder.dimensions :]}
     # A rebuild from the log keeps the vectors of unchanged texts, sentences included.
     await provider.rebuild()
     assert sorted((await search.vector_sets(everything, provider.indexer.model)).values()) == (
