@@ -23,6 +23,17 @@ FloatArray = npt.NDArray[np.float32]
 PartArray = npt.NDArray[np.float16]
 
 
+def best_of_blocks(rows: npt.ArrayLike, lengths: Sequence[int], query: FloatArray) -> FloatArray:
+    """The best similarity to ``query`` of each block of consecutive ``rows`` (block ``i`` is
+    ``lengths[i]`` rows long, at least one): one product over all rows, then each block's
+    maximum."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    starts = np.cumsum([0, *lengths[:-1]])
+    with one_blas_thread():
+        best: FloatArray = np.maximum.reduceat(matrix @ query, starts)
+    return best
+
+
 class VectorIndex:
     """Unit vectors by integer id; ``search`` returns (id, cosine similarity), best first."""
 
@@ -86,13 +97,10 @@ class VectorIndex:
         with_parts = [n for n, item in enumerate(known) if item in self._parts]
         with one_blas_thread():
             best = self._matrix[rows] @ query
-            if with_parts:
-                blocks = [self._parts[known[n]] for n in with_parts]
-                # One product over every candidate's parts, then the best row of each.
-                starts = np.cumsum([0, *(len(block) for block in blocks[:-1])])
-                stacked = np.concatenate(blocks).astype(np.float32)
-                part_best = np.maximum.reduceat(stacked @ query, starts)
-                best[with_parts] = np.maximum(best[with_parts], part_best)
+        if with_parts:
+            blocks = [self._parts[known[n]] for n in with_parts]
+            part_best = best_of_blocks(np.concatenate(blocks), [len(b) for b in blocks], query)
+            best[with_parts] = np.maximum(best[with_parts], part_best)
         return {item: float(score) for item, score in zip(known, best, strict=True)}
 
     def remove(self, ids: Collection[int]) -> None:

@@ -22,13 +22,12 @@ import numpy as np
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
-from engramdb.index.blas import one_blas_thread
 from engramdb.index.embedder import Embedder, FloatArray
 from engramdb.index.fusion import fuse, group_boost
 from engramdb.index.query_terms import fts_match, query_terms
 from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
-from engramdb.index.vector_index import VectorIndex
+from engramdb.index.vector_index import VectorIndex, best_of_blocks
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
@@ -497,14 +496,10 @@ class Indexer:
         )
         if not sets:
             return {}
-        found = list(sets)
         width = 4 * len(query)
-        # One product over every candidate's vectors, then the best row of each candidate.
-        starts = np.cumsum([0, *(len(sets[i]) // width for i in found[:-1])])
         matrix = np.frombuffer(b"".join(sets.values()), dtype="<f4").reshape(-1, len(query))
-        with one_blas_thread():
-            similarities = np.maximum.reduceat(matrix @ query, starts)
-        return {i: float(s) for i, s in zip(found, similarities, strict=True)}
+        best = best_of_blocks(matrix, [len(blob) // width for blob in sets.values()], query)
+        return {i: float(s) for i, s in zip(sets, best, strict=True)}
 
     async def nearest(
         self,

@@ -63,7 +63,8 @@ class PostgresSearch:
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
         records in the same statement, so there is nothing to save by leaving them out)."""
-        return [(r.id, score) for r, score in await self.text(query, match, limit) if r.id]
+        hits = await self.text(query, match, limit)
+        return [(r.id, score) for r, score in hits if r.id is not None]
 
     async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """How many records (of every tenant and namespace) hold each term (none, for a login

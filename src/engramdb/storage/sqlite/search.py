@@ -77,9 +77,10 @@ class SqliteSearch:
         with their BM25 scores (higher is better)."""
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            found = self._text_hits(conn, query, match, limit, _WHOLE_RECORD)
+            expression = self._expression(conn, query, match)
+            found = self._text_hits(conn, query, expression, limit, _WHOLE_RECORD)
             if found is None:
-                sql, params = text_search(query, self._expression(conn, query, match), limit)
+                sql, params = text_search(query, expression, limit)
                 rows = conn.execute(sql, params).fetchall()
                 return [(row_record(row[:-1]), float(row[-1])) for row in rows]
             return [(row_record(row[2:]), score) for row, score in found]
@@ -90,9 +91,10 @@ class SqliteSearch:
         """``text`` without reading the records: their ids, best first, with their scores."""
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[int, float]]:
-            found = self._text_hits(conn, query, match, limit, "")
+            expression = self._expression(conn, query, match)
+            found = self._text_hits(conn, query, expression, limit, "")
             if found is None:
-                sql, params = text_search(query, self._expression(conn, query, match), limit)
+                sql, params = text_search(query, expression, limit)
                 return [(int(row[0]), float(row[-1])) for row in conn.execute(sql, params)]
             return [(int(row[0]), score) for row, score in found]
 
@@ -103,13 +105,18 @@ class SqliteSearch:
         return text_match(match, token if token and self._is_small(conn, query) else None)
 
     def _text_hits(
-        self, conn: sqlite3.Connection, query: RecordQuery, match: str, limit: int, columns: str
+        self,
+        conn: sqlite3.Connection,
+        query: RecordQuery,
+        expression: str,
+        limit: int,
+        columns: str,
     ) -> list[tuple[tuple[Any, ...], float]] | None:
         """Rows of id, key and ``columns`` for the records ``query`` selects among the index's
-        best matches, best first, with their scores; None when those best matches do not hold
-        ``limit`` of them."""
+        best matches of the FTS5 ``expression``, best first, with their scores; None when
+        those best matches do not hold ``limit`` of them."""
         prefetch = limit * PREFETCH_FACTOR
-        hits = conn.execute(TEXT_HITS, (self._expression(conn, query, match), prefetch)).fetchall()
+        hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
         rank = dict(hits)
         found: list[tuple[Any, ...]] = []
         # Rows are read for the best hits first, a limit's worth at a time, until the filters
