@@ -40,7 +40,8 @@ TEXTS = [
 def test_is_an_embedder(minilm: MiniLMEmbedder) -> None:
     assert isinstance(minilm, Embedder)
     assert minilm.dimensions == 384
-    assert minilm.model_id == "all-MiniLM-L6-v2-onnx-int8"
+    assert minilm.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic"
+    assert minilm.precision == "int8"
 
 
 async def test_rows_are_384_dimensional_float32_unit_vectors(minilm: MiniLMEmbedder) -> None:
@@ -91,7 +92,7 @@ async def test_text_past_max_seq_length_is_cut(minilm: MiniLMEmbedder) -> None:
 
 async def test_max_seq_length_is_configurable_and_named_in_the_model_id() -> None:
     async with MiniLMEmbedder(max_seq_length=8) as short:
-        assert short.model_id == "all-MiniLM-L6-v2-onnx-int8-seq8"
+        assert short.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic-seq8"
         # [CLS] + 6 word pieces + [SEP]: words past the sixth are cut.
         a, b = await short.embed(
             ["one two three four five six seven", "one two three four five six"]
@@ -197,8 +198,35 @@ async def test_a_closed_embedder_refuses_work() -> None:
 
 @pytest.mark.parametrize(
     "settings",
-    [{"batch_size": 0}, {"threads": 0}, {"max_seq_length": 1}, {"max_seq_length": 513}],
+    [
+        {"batch_size": 0},
+        {"threads": 0},
+        {"max_seq_length": 1},
+        {"max_seq_length": 513},
+        {"precision": "int4"},
+    ],
 )
 def test_settings_out_of_range_are_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(settings))):
         MiniLMEmbedder(**settings)
+
+
+async def test_an_int8_vector_does_not_depend_on_its_batch(minilm: MiniLMEmbedder) -> None:
+    # int8 activations share one range per model run; one text per run keeps vectors exact.
+    alone = await minilm.embed_one(TEXTS[3])
+    in_batches = await minilm.embed([TEXTS[3], *TEXTS[:3]])
+    assert np.array_equal(alone, in_batches[0])
+
+
+async def test_float32_precision_batches_and_stays_close_to_int8(minilm: MiniLMEmbedder) -> None:
+    async with MiniLMEmbedder(threads=1, batch_size=4, precision="float32") as exact:
+        assert exact.model_id == "all-MiniLM-L6-v2-onnx-int8"
+        floats = await exact.embed(TEXTS)
+        singles = np.stack([await exact.embed_one(text) for text in TEXTS])
+        assert np.allclose(floats, singles, atol=1e-5)
+    ints = await minilm.embed(TEXTS)
+    similarity = np.sum(floats * ints, axis=1)
+    # Short texts move most (a few tokens set the quantization range): ~0.97 for "thanks!".
+    assert similarity.min() > 0.95, similarity
+    assert similarity.mean() > 0.98, similarity
+    assert not np.array_equal(floats, ints)  # two precisions really are two computations

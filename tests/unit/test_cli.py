@@ -116,3 +116,16 @@ def test_installed_entry_point_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip() == "error: key must not be empty"
+
+
+def test_reindex_embeds_every_memory_again_with_the_current_model(cli: CliRunner) -> None:
+    assert run(cli, "memorize", "I adopted a golden retriever called Max.")[0] == 0
+    assert run(cli, "memorize", "We are planning a trip to Kyoto.", "-t", "semantic")[0] == 0
+    code, out, _ = run(cli, "reindex", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["vectors"] == 2
+    assert report["model"] == "all-MiniLM-L6-v2-onnx-int8-dynamic"
+    code, out, _ = run(cli, "--json", "remember", "what dog do I have?")
+    assert code == 0
+    assert "golden retriever" in out

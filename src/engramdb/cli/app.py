@@ -1,4 +1,5 @@
-"""The ``engram`` command line: add, get, recall, delete, list, events, rebuild, stats, sweep.
+"""The ``engram`` command line: add, get, recall, delete, list, events, rebuild, reindex, stats,
+sweep.
 
 Every command opens the database given by ``--db`` (or ``ENGRAM_DB``, or a file in the user's
 data directory), works in the scope given by ``--tenant``/``--user``/``--agent``/``--session``,
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -251,20 +253,25 @@ def events(
     run(ctx, work, as_json)
 
 
+def progress_bar(label: str, counter: str, ctx: typer.Context) -> Progress:
+    """A progress bar on stderr for long work, hidden when the output is JSON."""
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn(counter),
+        TimeElapsedColumn(),
+        console=render.err,
+        disable=ctx.obj.as_json,
+    )
+
+
 @app.command()
 def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Recompute every projection from the event log."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         total = await engine.events.count()
-        with Progress(
-            TextColumn("rebuild"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} events"),
-            TimeElapsedColumn(),
-            console=render.err,
-            disable=ctx.obj.as_json,
-        ) as bar:
+        with progress_bar("rebuild", "{task.completed}/{task.total} events", ctx) as bar:
             task = bar.add_task("rebuild", total=total)
             report = await engine.rebuild(progress=lambda n: bar.advance(task, n))
             bar.update(task, completed=total)
@@ -275,6 +282,27 @@ def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             render.out.print(
                 f"rebuilt from {report.events} events in {report.seconds:.2f}s ({counts})"
             )
+
+    run(ctx, work, as_json)
+
+
+@app.command()
+def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Recompute every embedding vector with the current model (after a model change)."""
+
+    async def work(engine: Engine, memory: ScopedMemory) -> None:
+        model = engine.indexer.model
+        with progress_bar("reindex", "{task.completed} memories", ctx) as bar:
+            task = bar.add_task("reindex", total=None)
+            started = time.perf_counter()
+            done = await engine.reindex(progress=lambda n: bar.advance(task, n))
+            seconds = time.perf_counter() - started
+        if ctx.obj.as_json:
+            render.emit_json({"vectors": done, "model": model, "seconds": seconds})
+        elif not model:
+            render.out.print("no embedding model is configured: nothing to reindex")
+        else:
+            render.out.print(f"embedded {done} memories with {model} in {seconds:.2f}s")
 
     run(ctx, work, as_json)
 
