@@ -8,6 +8,7 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from engramdb.core.errors import StaleVectorsError, StaleVectorsWarning
 from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope
 from engramdb.core.types import utc_now
@@ -82,6 +84,11 @@ class EngineConfig:
     time (a new one ends the old one). ``sentence_vectors`` gives each sentence of a
     multi-sentence episode or conversation turn a vector of its own (better recall of facts said
     in passing, about three times the embedding work per turn); off, a turn has one vector.
+    ``on_model_change`` says what opening does when the store holds vectors of another model
+    than ``embedder`` (vector search only compares vectors of one model, so those records are
+    found by full text alone until embedded again): ``"warn"`` emits a ``StaleVectorsWarning``,
+    ``"reindex"`` embeds those records again before ``open`` returns, ``"error"`` raises
+    ``StaleVectorsError``.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -95,6 +102,7 @@ class EngineConfig:
     llm: LLMConfig | None = None
     exclusive_relations: frozenset[str] = EXCLUSIVE_RELATIONS
     sentence_vectors: bool = True
+    on_model_change: Literal["warn", "reindex", "error"] = "warn"
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -245,6 +253,26 @@ class Engine:
         # Register the built-in providers once per database (a no-op when unchanged).
         probe = ScopedMemory(self, Scope())
         await probe.manager.providers()
+        await self._check_vector_model()
+
+    async def _check_vector_model(self) -> None:
+        model = self.indexer.model
+        if not model:
+            return
+        others = sorted(await self.backend.search.edge_vector_models() - {model})
+        if not others:
+            return
+        if self.config.on_model_change == "reindex":
+            await self.reindex(stale_only=True)
+            return
+        message = (
+            f"the store holds vectors of {', '.join(others)}, not of the current model {model}: "
+            "vector search skips those memories until they are embedded again "
+            "(engram reindex --stale, or Engine.reindex(stale_only=True))"
+        )
+        if self.config.on_model_change == "error":
+            raise StaleVectorsError(message, model=model, stored_models=others)
+        warnings.warn(StaleVectorsWarning(message), stacklevel=4)
 
     def scope(
         self,
@@ -292,16 +320,27 @@ class Engine:
         self.indexer.forget_all()
         return RebuildReport(stored, events, time.perf_counter() - started)
 
-    async def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+    async def reindex(
+        self, progress: Callable[[int], None] | None = None, *, stale_only: bool = False
+    ) -> int:
         """Recompute every stored embedding vector from the records' texts; returns how
         many. ``progress`` is called with the number of records embedded since its last call.
+
+        With ``stale_only``, only records without a vector of the current model are embedded
+        (vectors of other models are dropped first): what a model change needs, and safe to
+        run again after an interruption.
         """
         done = 0
+        keep = self.indexer.model if stale_only else None
         for spec in (*self.specs, GRAPH_SPEC):
             if spec.vectors:
-                await self.backend.search.drop_vectors(spec.namespace)
+                await self.backend.search.drop_vectors(spec.namespace, keep_model=keep)
                 done += await self.indexer.reindex(spec, progress)
         return done
+
+    async def vector_counts(self) -> dict[str, int]:
+        """How many memories hold a vector, per embedding model (reads every vector)."""
+        return await self.backend.search.vector_counts()
 
     async def export(self, *, page: int = 1000) -> AsyncIterator[dict[str, Any]]:
         """Everything stored, as plain data: every record of every namespace and scope

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from engramdb.core.errors import StorageError
@@ -250,3 +251,23 @@ async def test_document_frequencies_count_the_records_holding_each_word(backend:
     counts = await backend.search.document_frequencies(["apple", "tart", "plum", "kiwi"])
     assert counts == {"apple": 2, "tart": 2, "plum": 1, "kiwi": 0}
     assert await backend.search.document_count() == 4
+
+
+async def test_vectors_are_counted_per_model_and_dropped_all_but_one(backend: Backend) -> None:
+    stored = (await backend.commit([Put(record(k)) for k in "abcd"], [])).stored
+    ids = [r.id for r in stored if r.id is not None]
+    one, two = np.array([1.0, 0.0], "<f4").tobytes(), np.array([0.0, 1.0], "<f4").tobytes()
+    assert await backend.search.vector_counts() == {}
+    assert await backend.search.edge_vector_models() == set()
+    await backend.search.put_vectors("old", [(ids[0], one), (ids[1], one)], [])
+    await backend.search.put_vectors("new", [(ids[2], two), (ids[3], two)], [])
+    assert await backend.search.vector_counts() == {"new": 2, "old": 2}
+    # The oldest record keeps the old model's vector: a model change shows at the edges.
+    assert await backend.search.edge_vector_models() == {"old", "new"}
+    await backend.search.drop_vectors("ns", keep_model="new")
+    assert await backend.search.vector_counts() == {"new": 2}
+    assert await backend.search.edge_vector_models() == {"new"}
+    query = RecordQuery("ns", ALICE)
+    assert [r.key for r in await backend.search.unvectored(query, "new")] == ["a", "b"]
+    await backend.search.drop_vectors("ns")
+    assert await backend.search.vector_counts() == {}

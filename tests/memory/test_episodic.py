@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import engramdb
-from engramdb.core.errors import ValidationError
+from engramdb.core.errors import StaleVectorsError, StaleVectorsWarning, ValidationError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
@@ -289,3 +290,55 @@ async def test_sentence_vectors_can_be_turned_off(db_path: Path, embedder: MiniL
         hits = await mem.episodic.remember("where did my sister move")
     assert [h.text for h in hits] == [text]
     assert stored_parts(db_path) == [None]
+
+
+async def ingest_with_the_float_model(db_path: Path) -> str:
+    """Fill ``db_path`` as the float32 model would have; returns that model's id."""
+    async with (
+        MiniLMEmbedder(threads=1, precision="float32") as old,
+        engramdb.open(db_path, config=EngineConfig(embedder=old)) as engine,
+    ):
+        await ingest(engine)
+        return old.model_id
+
+
+async def test_a_model_change_is_seen_at_open_and_a_stale_reindex_fixes_it(
+    db_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    old_model = await ingest_with_the_float_model(db_path)
+    assert old_model != embedder.model_id
+    with pytest.warns(StaleVectorsWarning, match="engram reindex --stale"):
+        engine = await engramdb.open(db_path, config=EngineConfig(embedder=embedder))
+    async with engine:
+        assert await engine.vector_counts() == {old_model: len(TURNS)}
+        mem = engine.scope(tenant="acme", user="alice")
+        await mem.episodic.memorize(MemoryItem(text="I took up pottery classes.", id="new"))
+        assert await engine.vector_counts() == {old_model: len(TURNS), embedder.model_id: 1}
+        with pytest.raises(StaleVectorsError) as raised:
+            await engramdb.open(
+                db_path, config=EngineConfig(embedder=embedder, on_model_change="error")
+            )
+        assert raised.value.details == {"model": embedder.model_id, "stored_models": [old_model]}
+        assert await engine.reindex(stale_only=True) == len(TURNS)
+        assert await engine.vector_counts() == {embedder.model_id: len(TURNS) + 1}
+        assert await engine.reindex(stale_only=True) == 0
+        hits = await mem.episodic.remember("What kind of pet does the user have?", limit=3)
+        assert hits[0].id == "s1-0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with engramdb.open(db_path, config=EngineConfig(embedder=embedder)):
+            pass
+
+
+async def test_opening_can_reindex_the_vectors_of_another_model(
+    db_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    await ingest_with_the_float_model(db_path)
+    config = EngineConfig(embedder=embedder, on_model_change="reindex")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with engramdb.open(db_path, config=config) as engine:
+            assert await engine.vector_counts() == {embedder.model_id: len(TURNS)}
+            mem = engine.scope(tenant="acme", user="alice")
+            work = await mem.episodic.remember("where does she work", limit=2)
+            assert work[0].id == "s2-0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,7 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import engramdb
 from engramdb.cli.app import app
+from engramdb.core.intent import MemoryItem
+from engramdb.engine import EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
 
 
 @pytest.fixture
@@ -129,3 +134,43 @@ def test_reindex_embeds_every_memory_again_with_the_current_model(cli: CliRunner
     code, out, _ = run(cli, "--json", "remember", "what dog do I have?")
     assert code == 0
     assert "golden retriever" in out
+
+
+def test_stats_count_vectors_per_model_and_a_stale_reindex_finds_none_to_do(
+    cli: CliRunner,
+) -> None:
+    assert run(cli, "memorize", "I adopted a golden retriever called Max.")[0] == 0
+    code, out, _ = run(cli, "stats", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["vectors"] == {report["model"]: 1}
+    code, out, _ = run(cli, "stats")
+    assert f"vectors   1 of {report['model']}" in out
+    assert "not the current model" not in out
+    code, out, _ = run(cli, "reindex", "--stale", "--json")
+    assert code == 0
+    assert json.loads(out)["vectors"] == 0
+
+
+def test_vectors_of_an_older_model_are_reported_and_reindexed(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    async def write_with_the_float_model() -> str:
+        async with (
+            MiniLMEmbedder(threads=1, precision="float32") as old,
+            engramdb.open(tmp_path / "cli.db", config=EngineConfig(embedder=old)) as engine,
+        ):
+            await engine.scope().episodic.memorize(MemoryItem(text="I play the cello."))
+            return old.model_id
+
+    old_model = asyncio.run(write_with_the_float_model())
+    code, out, err = run(cli, "stats")
+    assert code == 0
+    assert f"vectors   1 of {old_model}  (not the current model" in out
+    assert "warning:" in err
+    assert "engram reindex --stale" in err
+    code, out, _ = run(cli, "reindex", "--stale", "--json")
+    assert json.loads(out)["vectors"] == 1
+    code, out, err = run(cli, "stats")
+    assert "not the current model" not in out
+    assert "warning" not in err

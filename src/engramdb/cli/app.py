@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engramdb.cli import render
-from engramdb.core.errors import EngramError, UsageError, ValidationError
+from engramdb.core.errors import EngramError, StaleVectorsWarning, UsageError, ValidationError
 from engramdb.core.types import MemoryTier, RecallQuery
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.engine import open as open_engine
@@ -94,7 +95,22 @@ def run(
             return await work(engine, memory)
 
     try:
-        return asyncio.run(main())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StaleVectorsWarning)
+            try:
+                return asyncio.run(main())
+            finally:
+                for each in caught:
+                    if issubclass(each.category, StaleVectorsWarning):
+                        render.err.print(
+                            f"[yellow]warning:[/yellow] {each.message}",
+                            markup=True,
+                            highlight=False,
+                        )
+                    else:
+                        warnings.showwarning(
+                            each.message, each.category, each.filename, each.lineno
+                        )
     except EngramError as exc:
         render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
         raise typer.Exit(2 if isinstance(exc, UsageError) else 1) from None
@@ -287,7 +303,17 @@ def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 
 @app.command()
-def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def reindex(
+    ctx: typer.Context,
+    stale: Annotated[
+        bool,
+        typer.Option(
+            "--stale",
+            help="Only memories without a vector of the current model (resumable).",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
     """Recompute every embedding vector with the current model (after a model change)."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
@@ -295,7 +321,7 @@ def reindex(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         with progress_bar("reindex", "{task.completed} memories", ctx) as bar:
             task = bar.add_task("reindex", total=None)
             started = time.perf_counter()
-            done = await engine.reindex(progress=lambda n: bar.advance(task, n))
+            done = await engine.reindex(progress=lambda n: bar.advance(task, n), stale_only=stale)
             seconds = time.perf_counter() - started
         if ctx.obj.as_json:
             render.emit_json({"vectors": done, "model": model, "seconds": seconds})
@@ -313,13 +339,19 @@ def stats(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         result = await engine.stats()
+        vectors = await engine.vector_counts()
+        model = engine.indexer.model
         if ctx.obj.as_json:
-            render.emit_json(asdict(result))
-        else:
-            render.out.print(
-                f"database  {result.url}\nrecords   {result.records}\n"
-                f"events    {result.events}\nsize      {result.size_bytes} bytes"
-            )
+            render.emit_json({**asdict(result), "vectors": vectors, "model": model})
+            return
+        render.out.print(
+            f"database  {result.url}\nrecords   {result.records}\n"
+            f"events    {result.events}\nsize      {result.size_bytes} bytes",
+            highlight=False,
+        )
+        for name, count in vectors.items():
+            note = "" if name == model else "  (not the current model: engram reindex --stale)"
+            render.out.print(f"vectors   {count} of {name}{note}", highlight=False)
 
     run(ctx, work, as_json)
 

@@ -21,7 +21,8 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── EntityNotFoundError
     │   │   ├── RelationNotFoundError
     │   │   └── InvalidTraversalError   (also a ValidationError)
-    │   └── UnsupportedTargetError  an open() target no backend understands
+    │   ├── UnsupportedTargetError  an open() target no backend understands
+    │   └── StaleVectorsError       the store holds vectors of another embedding model
     └── EngramRuntimeError          the system failed; the call may succeed later
         ├── StorageError            the backend failed; the transaction was rolled back
         │   └── MigrationError
@@ -179,6 +180,20 @@ class UnsupportedTargetError(UsageError):
     """``engramdb.open`` was given a path or URL no backend understands."""
 
     code = "unsupported_target"
+
+
+class StaleVectorsError(UsageError):
+    """The store holds vectors of another embedding model than the engine's (raised by
+    ``open`` with ``on_model_change="error"``; ``details``: ``model``, ``stored_models``).
+
+    Re-embedding them (``Engine.reindex(stale_only=True)``, ``engram reindex --stale``) fixes it.
+    """
+
+    code = "stale_vectors"
+
+
+class StaleVectorsWarning(UserWarning):
+    """Opening found vectors of another embedding model (``on_model_change="warn"``)."""
 
 
 class EngramRuntimeError(EngramError):

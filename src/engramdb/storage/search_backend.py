@@ -54,8 +54,19 @@ class SearchBackend(Protocol):
         """Records ``query`` selects that have no vector of ``model``."""
         ...
 
-    async def drop_vectors(self, namespace: str) -> None:
-        """Delete every stored vector of ``namespace``'s records."""
+    async def drop_vectors(self, namespace: str, *, keep_model: str | None = None) -> None:
+        """Delete the stored vectors of ``namespace``'s records (all but ``keep_model``'s, when
+        given)."""
+        ...
+
+    async def vector_counts(self) -> dict[str, int]:
+        """How many records hold a vector, per model (reads every vector row: for stats)."""
+        ...
+
+    async def edge_vector_models(self) -> set[str]:
+        """The models of the vectors of the oldest and the newest vectored record of each
+        table: a few index lookups, enough to see a model change at open (old records keep the
+        old model's vectors until they are embedded again)."""
         ...
 
     async def put_vectors(

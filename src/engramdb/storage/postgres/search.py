@@ -137,16 +137,44 @@ class PostgresSearch:
         async with self._pool.transaction(context_for([query.scope])) as conn:
             return [row_record(r) for r in await (await conn.execute(sql, params)).fetchall()]
 
-    async def drop_vectors(self, namespace: str) -> None:
-        """Delete every stored vector of ``namespace``'s records (every tenant's)."""
+    async def drop_vectors(self, namespace: str, *, keep_model: str | None = None) -> None:
+        """Delete the stored vectors of ``namespace``'s records, every tenant's (all but
+        ``keep_model``'s, when given)."""
+        sql = (
+            f"UPDATE {table_for(namespace)} SET embedding = NULL, embedding_model = NULL, "
+            "embedding_parts = NULL WHERE namespace = %s AND embedding IS NOT NULL"
+        )
+        params: tuple[str, ...] = (namespace,)
+        if keep_model is not None:
+            sql, params = f"{sql} AND embedding_model != %s", (namespace, keep_model)
         async with self._pool.transaction(ADMIN) as conn:
             await hold_writers(conn)
-            await conn.execute(
-                f"UPDATE {table_for(namespace)} SET embedding = NULL, embedding_model = NULL, "
-                "embedding_parts = NULL "
-                "WHERE namespace = %s AND embedding IS NOT NULL",
-                (namespace,),
-            )
+            await conn.execute(sql, params)
+
+    async def vector_counts(self) -> dict[str, int]:
+        """How many records hold a vector, per model, over every tenant (reads every row)."""
+        counts = " UNION ALL ".join(
+            f"SELECT embedding_model, count(*) FROM {table} "
+            "WHERE embedding_model IS NOT NULL GROUP BY 1"
+            for table in RECORD_TABLES
+        )
+        async with self._pool.transaction(ADMIN) as conn:
+            rows = await (await conn.execute(counts)).fetchall()
+        totals: dict[str, int] = {}
+        for model, count in rows:
+            totals[str(model)] = totals.get(str(model), 0) + int(count)
+        return dict(sorted(totals.items()))
+
+    async def edge_vector_models(self) -> set[str]:
+        """The models of the vectors of each table's lowest and highest vectored record id."""
+        edges = " UNION ".join(
+            f"(SELECT embedding_model FROM {table} WHERE embedding_model IS NOT NULL "
+            f"ORDER BY id {order} LIMIT 1)"
+            for table in RECORD_TABLES
+            for order in ("ASC", "DESC")
+        )
+        async with self._pool.transaction(ADMIN) as conn:
+            return {str(model) for (model,) in await (await conn.execute(edges)).fetchall()}
 
     async def put_vectors(
         self,

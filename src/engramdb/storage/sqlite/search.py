@@ -206,14 +206,36 @@ class SqliteSearch:
             lambda conn: [row_record(r) for r in conn.execute(sql, params)]
         )
 
-    async def drop_vectors(self, namespace: str) -> None:
-        """Delete every stored vector of ``namespace``'s records."""
-        await self._worker.write(
-            lambda conn: conn.execute(
-                "DELETE FROM vectors WHERE record_id IN "
-                "(SELECT id FROM records WHERE namespace = ?)",
-                (namespace,),
-            )
+    async def drop_vectors(self, namespace: str, *, keep_model: str | None = None) -> None:
+        """Delete the stored vectors of ``namespace``'s records (all but ``keep_model``'s, when
+        given)."""
+        sql = "DELETE FROM vectors WHERE record_id IN (SELECT id FROM records WHERE namespace = ?)"
+        params: tuple[str, ...] = (namespace,)
+        if keep_model is not None:
+            sql, params = f"{sql} AND model != ?", (namespace, keep_model)
+        await self._worker.write(lambda conn: conn.execute(sql, params))
+
+    async def vector_counts(self) -> dict[str, int]:
+        """How many records hold a vector, per model (reads every vector row: for stats)."""
+        return await self._worker.run(
+            lambda conn: {
+                str(model): int(count)
+                for model, count in conn.execute(
+                    "SELECT model, count(*) FROM vectors GROUP BY model ORDER BY model"
+                )
+            }
+        )
+
+    async def edge_vector_models(self) -> set[str]:
+        """The models of the vectors of the lowest and the highest vectored record id."""
+        return await self._worker.run(
+            lambda conn: {
+                str(model)
+                for (model,) in conn.execute(
+                    "SELECT model FROM vectors WHERE record_id IN "
+                    "((SELECT min(record_id) FROM vectors), (SELECT max(record_id) FROM vectors))"
+                )
+            }
         )
 
     async def put_vectors(
