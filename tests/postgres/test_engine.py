@@ -90,3 +90,27 @@ async def test_stats_and_tenant_deletion(engine: Engine) -> None:
     assert (await engine.stats()).records_by_namespace["episodic"] == 3
     mem = engine.scope(tenant="globex", user="alice")
     assert (await mem.episodic.remember("puppy", limit=1))[0].id == "t0"
+
+
+async def test_a_model_change_is_reindexed_at_open_for_every_tenant(
+    url: str, embedder: MiniLMEmbedder
+) -> None:
+    async with (
+        MiniLMEmbedder(threads=1, precision="float32") as old,
+        engramdb.open(url, config=EngineConfig(embedder=old)) as engine,
+    ):
+        await remember_turns(engine, "acme")
+        await remember_turns(engine, "globex")
+        old_model = old.model_id
+    with pytest.warns(engramdb.StaleVectorsWarning):
+        engine = await engramdb.open(url, config=EngineConfig(embedder=embedder))
+    async with engine:
+        assert await engine.vector_counts() == {old_model: 2 * len(TURNS)}
+    config = EngineConfig(embedder=embedder, on_model_change="reindex")
+    async with engramdb.open(url, config=config) as engine:
+        assert await engine.vector_counts() == {embedder.model_id: 2 * len(TURNS)}
+        for tenant in ("acme", "globex"):
+            mem = engine.scope(tenant=tenant, user="alice")
+            hits = await mem.episodic.remember("What kind of pet does the user have?", limit=2)
+            assert hits[0].id == "t0"
+            assert "vector" in hits[0].score_breakdown
