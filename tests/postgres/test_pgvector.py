@@ -9,6 +9,7 @@ import psycopg
 
 from engramdb.storage.postgres import PostgresBackend
 from engramdb.storage.postgres.queries import nearest_select
+from engramdb.storage.postgres.search import EDGE_VECTOR_MODELS
 from engramdb.storage.postgres.vectors import StoredVector, hnsw_index_name, register_vector
 from engramdb.storage.records import Put, RecordQuery
 from tests.postgres.conftest import ACME_ALICE, secret
@@ -110,3 +111,19 @@ async def test_put_vectors_stores_by_id_with_its_events(backend: PostgresBackend
     assert await backend.search.vectors(query, "2d") == ([stored.id], [vector])
     await backend.search.drop_vectors("procedural")
     assert await backend.search.vectors(query, "2d") == ([], [])
+
+
+async def test_the_open_check_reads_two_index_entries_per_table(
+    backend: PostgresBackend, url: str
+) -> None:
+    base = secret("semantic", ACME_ALICE).record
+    unvectored = [Put(replace(base, key=f"plain{n}")) for n in range(200)]
+    vectored = [Put(replace(base, key="v"), vector=as_bytes(1, 0, 0), model="3d")]
+    await backend.commit([*unvectored, *vectored], [])
+    assert await backend.search.edge_vector_models() == {"3d"}
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute("ANALYZE semantic_memory")
+        cursor = await conn.execute(f"EXPLAIN {EDGE_VECTOR_MODELS}")
+        plan = "\n".join(row[0] for row in await cursor.fetchall())
+    assert "semantic_memory_vectored" in plan
+    assert "Seq Scan on semantic_memory" not in plan

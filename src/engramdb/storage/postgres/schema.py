@@ -225,4 +225,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0006_part_vectors",
         tuple(f"ALTER TABLE {table} ADD COLUMN embedding_parts bytea" for table in RECORD_TABLES),
     ),
+    # Opening compares the models of each table's oldest and newest vectors with the engine's:
+    # two lookups in this index, however many rows have no vector.
+    Migration(
+        "0007_vectored_ids",
+        tuple(
+            f"CREATE INDEX {table}_vectored ON {table} (id) WHERE embedding_model IS NOT NULL"
+            for table in RECORD_TABLES
+        ),
+    ),
 )

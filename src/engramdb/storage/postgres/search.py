@@ -32,6 +32,13 @@ from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
 
+#: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
+EDGE_VECTOR_MODELS = " UNION ".join(
+    f"(SELECT embedding_model FROM {table} WHERE embedding_model IS NOT NULL "
+    f"ORDER BY id {order} LIMIT 1)"
+    for table in RECORD_TABLES
+    for order in ("ASC", "DESC")
+)
 _EVERY_RECORD = " UNION ALL ".join(f"SELECT id, tsv FROM {table}" for table in RECORD_TABLES)
 #: Which tables hold any of some record ids (ids come from one sequence shared by all).
 _TABLES_OF_IDS = " UNION ALL ".join(
@@ -167,14 +174,9 @@ class PostgresSearch:
 
     async def edge_vector_models(self) -> set[str]:
         """The models of the vectors of each table's lowest and highest vectored record id."""
-        edges = " UNION ".join(
-            f"(SELECT embedding_model FROM {table} WHERE embedding_model IS NOT NULL "
-            f"ORDER BY id {order} LIMIT 1)"
-            for table in RECORD_TABLES
-            for order in ("ASC", "DESC")
-        )
         async with self._pool.transaction(ADMIN) as conn:
-            return {str(model) for (model,) in await (await conn.execute(edges)).fetchall()}
+            rows = await (await conn.execute(EDGE_VECTOR_MODELS)).fetchall()
+        return {str(model) for (model,) in rows}
 
     async def put_vectors(
         self,
