@@ -7,6 +7,7 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator
@@ -272,7 +273,7 @@ class Engine:
         )
         if self.config.on_model_change == "error":
             raise StaleVectorsError(message, model=model, stored_models=others)
-        warnings.warn(StaleVectorsWarning(message), stacklevel=4)
+        warnings.warn(StaleVectorsWarning(message), stacklevel=_caller_level())
 
     def scope(
         self,
@@ -394,6 +395,16 @@ class Engine:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that attributes a warning to the first frame outside this package
+    (``open`` is awaited, or entered as a context manager: the depth differs)."""
+    package = str(Path(__file__).parent)
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level - 1
 
 
 def _embedder(choice: Embedder | Literal["default"] | None) -> Embedder | None:

@@ -307,8 +307,9 @@ async def test_a_model_change_is_seen_at_open_and_a_stale_reindex_fixes_it(
 ) -> None:
     old_model = await ingest_with_the_float_model(db_path)
     assert old_model != embedder.model_id
-    with pytest.warns(StaleVectorsWarning, match="engram reindex --stale"):
+    with pytest.warns(StaleVectorsWarning, match="engram reindex --stale") as caught:
         engine = await engramdb.open(db_path, config=EngineConfig(embedder=embedder))
+    assert caught[0].filename == __file__  # the caller's line, not the library's
     async with engine:
         assert await engine.vector_counts() == {old_model: len(TURNS)}
         mem = engine.scope(tenant="acme", user="alice")
