@@ -23,6 +23,7 @@ from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
 from engramdb.index.embedder import Embedder
+from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
 from engramdb.llm.client import ChatClient, LLMConfig
 from engramdb.manager.manager import DEFAULT_RECALL_TIMEOUT_S, MemoryManager
@@ -89,7 +90,9 @@ class EngineConfig:
     than ``embedder`` (vector search only compares vectors of one model, so those records are
     found by full text alone until embedded again): ``"warn"`` emits a ``StaleVectorsWarning``,
     ``"reindex"`` embeds those records again before ``open`` returns, ``"error"`` raises
-    ``StaleVectorsError``.
+    ``StaleVectorsError``. ``reranker`` (say an ``HttpReranker``) re-orders the best hits of
+    every hybrid search (``SearchConfig.rerank_candidates`` / ``rerank_weight``); none by
+    default.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -104,6 +107,7 @@ class EngineConfig:
     exclusive_relations: frozenset[str] = EXCLUSIVE_RELATIONS
     sentence_vectors: bool = True
     on_model_change: Literal["warn", "reindex", "error"] = "warn"
+    reranker: Reranker | None = None
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -233,7 +237,9 @@ class Engine:
         self.working_store = WorkingStore(self.config.working)
         self.registry = ProviderRegistry(backend.events, self.producer)
         self.specs = (*self.config.projections(), *RESOURCE_SPECS)
-        self.indexer = Indexer(backend, _embedder(self.config.embedder), self.config.search)
+        self.indexer = Indexer(
+            backend, _embedder(self.config.embedder), self.config.search, self.config.reranker
+        )
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
         self.graphs = GraphCache(backend)
 

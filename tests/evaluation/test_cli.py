@@ -11,6 +11,10 @@ from typer.testing import CliRunner
 from engramdb.cli.app import app
 from engramdb.cli.eval_command import parse_ks
 from engramdb.core.errors import ValidationError
+from tests.helpers.openai_server import Seen
+from tests.helpers.rerank_server import rerank_server
+
+__all__ = ["rerank_server"]  # a fixture used here
 
 
 @pytest.fixture
@@ -114,3 +118,21 @@ def test_locomo_json_output(cli: CliRunner, locomo_file: Path, tmp_path: Path) -
     assert set(run["overall"]) == {"n", "session"}
     assert run["overall"]["n"] == 3
     assert set(run["categories"]) == {"category 1", "category 2", "category 4"}
+
+
+@pytest.mark.integration
+def test_a_reranker_serves_the_hybrid_run_alone(
+    cli: CliRunner, locomo_file: Path, rerank_server: tuple[str, list[Seen]]
+) -> None:
+    base_url, log = rerank_server
+    log.clear()
+    args = ["--json", "eval", str(locomo_file), "--compare", "--no-embedding-cache"]
+    result = cli.invoke(app, [*args, "--rerank-url", base_url, "--rerank-model", "word:cake"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["config"]["reranker"] == {"url": base_url, "model": "word:cake"}
+    assert [run["mode"] for run in report["runs"]] == ["bm25", "vector", "hybrid"]
+    assert len(log) == report["runs"][-1]["overall"]["n"]  # one request per hybrid question
+    alone = cli.invoke(app, ["eval", str(locomo_file), "--rerank-url", base_url])
+    assert alone.exit_code == 2
+    assert "--rerank-url and --rerank-model go together" in alone.stderr

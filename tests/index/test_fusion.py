@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engramdb.index.fusion import fuse, min_max, recency, rrf, weighted
+from engramdb.index.fusion import Fused, fuse, min_max, recency, rerank, rrf, weighted
 from engramdb.index.search_config import SearchConfig
 
 
@@ -93,3 +93,22 @@ def test_bm25_that_cannot_discriminate_still_counts_as_a_match() -> None:
     assert absolute("bm25", {1: 2e-6, 2: 1e-6}, 20.0) == {1: 0.5, 2: 0.5}
     assert absolute("bm25", {1: 20.0}, 20.0) == {1: 0.5}
     assert absolute("bm25", {}, 20.0) == {}
+
+
+def test_rerank_puts_the_judged_first_by_blend_and_keeps_scores_falling() -> None:
+    fused = [
+        Fused(1, 0.9, {"fused": 0.9}),
+        Fused(2, 0.8, {"fused": 0.8}),
+        Fused(3, 0.7, {"fused": 0.7}),
+        Fused(4, 0.6, {"fused": 0.6}),
+    ]
+    out = rerank(fused, {1: 0.0, 2: 1.0, 3: 1.5}, weight=0.5)
+    assert [f.id for f in out] == [2, 3, 1, 4]
+    assert [f.score for f in out] == pytest.approx([0.9, 0.85, 0.45, 0.45])
+    assert [f.breakdown.get("rerank") for f in out] == [1.0, 1.0, 0.0, None]  # clamped to [0, 1]
+    assert out[0].breakdown["fused"] == 0.8
+    # Weight 0 keeps the hybrid order; weight 1 is the reranker's alone.
+    assert [f.id for f in rerank(fused, {1: 0.0, 2: 1.0}, weight=0.0)] == [1, 2, 3, 4]
+    assert [f.id for f in rerank(fused, {1: 0.2, 2: 0.1}, weight=1.0)] == [1, 2, 3, 4]
+    assert [f.id for f in rerank(fused, {1: 0.1, 2: 0.2}, weight=1.0)] == [2, 1, 3, 4]
+    assert rerank(fused, {}, weight=0.5) == fused

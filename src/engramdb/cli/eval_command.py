@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -48,6 +49,7 @@ from engramdb.evaluation.report import (
 )
 from engramdb.index.embedder import Embedder
 from engramdb.index.embedding_cache import PersistentEmbeddingCache
+from engramdb.index.http_reranker import HttpReranker
 from engramdb.index.search_config import SearchConfig, SearchMode
 
 
@@ -166,6 +168,15 @@ def eval_command(
         list[str] | None,
         typer.Option("--set", help="A search setting, e.g. --set rrf_k=30 (repeatable)."),
     ] = None,
+    rerank_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A /rerank endpoint's API root for the hybrid run (key: $ENGRAM_RERANK_API_KEY)."
+        ),
+    ] = None,
+    rerank_model: Annotated[
+        str | None, typer.Option(help="The reranking model that endpoint serves.")
+    ] = None,
 ) -> None:
     """Measure retrieval on a LongMemEval or LoCoMo file: recall and NDCG per category."""
     as_json = as_json or bool(getattr(ctx.obj, "as_json", False))
@@ -189,13 +200,25 @@ def eval_command(
         }
         if sample is not None:
             selection["seed"] = seed
+        if (rerank_url is None) != (rerank_model is None):
+            raise UsageError("--rerank-url and --rerank-model go together")
+        reranker = (
+            None
+            if rerank_url is None or rerank_model is None
+            else {"url": rerank_url, "model": rerank_model}
+        )
         if not as_json:
             _print_header(dataset, settings, selection)
         modes: tuple[SearchMode, ...] = MODES if compare else (settings.mode,)
         cache = None if no_embedding_cache else embedding_cache or default_embedding_cache()
-        runs, embedder = asyncio.run(_run(dataset, settings, modes, cache, quiet=as_json))
+        runs, embedder = asyncio.run(_run(dataset, settings, modes, cache, reranker, quiet=as_json))
         report = build_report(
-            dataset, runs, selection=selection, embedder=embedder, command=sys.argv
+            dataset,
+            runs,
+            selection=selection,
+            embedder=embedder,
+            command=sys.argv,
+            reranker=reranker,
         )
         title = f"{dataset.path.name}: retrieval, R@k = recall_all@k"
         if out is not None:
@@ -224,6 +247,7 @@ async def _run(
     settings: EvalSettings,
     modes: tuple[SearchMode, ...],
     cache: Path | None,
+    rerank: dict[str, str] | None,
     *,
     quiet: bool,
 ) -> tuple[list[RunResult], dict[str, Any]]:
@@ -236,11 +260,29 @@ async def _run(
         console=render.err,
         disable=quiet,
     ) as progress:
-        async with eval_embedder(cache) as embedder:
-            runs = await evaluate_modes(
-                dataset, settings, modes, embedder=embedder, progress=_Bars(progress)
+        reranker = (
+            None
+            if rerank is None
+            else HttpReranker(
+                rerank["model"],
+                base_url=rerank["url"],
+                api_key=os.environ.get("ENGRAM_RERANK_API_KEY"),
             )
-            return runs, _embedder_info(embedder)
+        )
+        try:
+            async with eval_embedder(cache) as embedder:
+                runs = await evaluate_modes(
+                    dataset,
+                    settings,
+                    modes,
+                    embedder=embedder,
+                    progress=_Bars(progress),
+                    reranker=reranker,
+                )
+                return runs, _embedder_info(embedder)
+        finally:
+            if reranker is not None:
+                await reranker.aclose()
 
 
 def parse_search_settings(pairs: list[str]) -> dict[str, Any]:

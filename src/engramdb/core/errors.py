@@ -30,6 +30,7 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
         ├── EngineClosedError
         ├── EmbedderError           an embedding model or endpoint failed (details: status_code)
         │   └── ModelIntegrityError a model file is missing or differs from its pinned sha256
+        ├── RerankError             a reranking model or endpoint failed (details: status_code)
         └── LLMError                a chat model endpoint failed (details: status_code, retryable)
 
 ``EngramError`` never shadows Python's built-in ``MemoryError``. Each error carries structured
@@ -243,6 +244,16 @@ class ModelIntegrityError(EmbedderError):
     """
 
     code = "model_integrity_error"
+
+
+class RerankError(EngramRuntimeError):
+    """A reranking endpoint failed: transport, timeout, HTTP status or malformed answer.
+
+    ``details`` carries ``url`` and ``retryable``, and ``status_code`` when the server answered.
+    Search does without it: the hits keep their hybrid order.
+    """
+
+    code = "rerank_error"
 
 
 class LLMError(EngramRuntimeError):

@@ -30,6 +30,7 @@ from engramdb.evaluation.metrics import first_occurrences, mean, percentile, sco
 from engramdb.index.embedder import Embedder
 from engramdb.index.embedding_cache import PersistentEmbeddingCache
 from engramdb.index.minilm import MiniLMEmbedder
+from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig, SearchMode
 
 Granularity = Literal["turn", "session"]
@@ -372,9 +373,11 @@ async def evaluate_modes(
     *,
     embedder: Embedder,
     progress: ProgressSink | None = None,
+    reranker: Reranker | None = None,
 ) -> list[RunResult]:
     """One run per mode, each on a fresh engine in a temporary folder, all with ``embedder``
-    (``bm25`` runs without one).
+    (``bm25`` runs without one); ``reranker``, if given, serves the ``hybrid`` run alone, so the
+    baselines stay what they are.
 
     Raises:
         EngramError: the engine failed; the temporary folder is removed either way.
@@ -388,6 +391,7 @@ async def evaluate_modes(
             config = engramdb.EngineConfig(
                 search=SearchConfig(mode=mode, **settings.search),
                 embedder=None if mode == "bm25" else embedder,
+                reranker=reranker if mode == "hybrid" else None,
             )
             async with engramdb.open(Path(workdir) / f"{mode}.db", config=config) as engram:
                 target = EngramTarget(engram, settings.tenant)

@@ -111,6 +111,7 @@ def build_report(
     selection: dict[str, Any],
     embedder: dict[str, Any],
     command: Sequence[str] = (),
+    reranker: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything about ``runs`` as JSON-ready data (non-finite numbers become ``null``)."""
     settings = runs[0].settings
@@ -135,6 +136,7 @@ def build_report(
             "remember_limit": settings.limit,
             "tenant": settings.tenant,
             "embedder": embedder,
+            "reranker": reranker,
         },
         "machine": machine_info(),
         "runs": [run_figures(run) for run in runs],

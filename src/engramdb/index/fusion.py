@@ -157,3 +157,24 @@ def group_boost(fused: Sequence[Fused], groups: Mapping[int, str], weight: float
         lifted.append(Fused(candidate.id, score, {**candidate.breakdown, "session": group_score}))
     lifted.sort(key=lambda f: (-f.score, f.id))
     return lifted
+
+
+def rerank(fused: Sequence[Fused], judged: Mapping[int, float], weight: float) -> list[Fused]:
+    """The candidates a reranker ``judged`` (id → relevance in [0, 1]) first, by the blend
+    ``(1 - weight) * score + weight * relevance``, then the rest in their order.
+
+    The rest keep their scores but never above the last judged one, so scores still fall
+    down the list and a caller merging lists by score keeps the reranker's order.
+    """
+    ahead = []
+    for hit in fused:
+        if hit.id in judged:
+            relevance = min(1.0, max(0.0, judged[hit.id]))
+            score = (1.0 - weight) * hit.score + weight * relevance
+            ahead.append(Fused(hit.id, score, {**hit.breakdown, "rerank": relevance}))
+    ahead.sort(key=lambda f: (-f.score, f.id))
+    floor = ahead[-1].score if ahead else 1.0
+    rest = [
+        Fused(hit.id, min(hit.score, floor), hit.breakdown) for hit in fused if hit.id not in judged
+    ]
+    return ahead + rest

@@ -14,7 +14,6 @@ does. Every failure (transport, timeout, HTTP status, malformed body) becomes an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ import httpx
 import numpy as np
 
 from engramdb.core.errors import EmbedderError
-from engramdb.core.http_errors import post_json
+from engramdb.core.http_client import JsonEndpoint
 from engramdb.index.embedder import FloatArray, check_texts, empty_matrix, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -34,7 +33,7 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 # How much of an error body goes into the message: enough for the server's reason.
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(JsonEndpoint):
     """Embeds texts through an OpenAI-compatible embeddings endpoint.
 
     Args:
@@ -75,17 +74,19 @@ class OpenAIEmbedder:
             raise ValueError("dimensions must be at least 1")
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        super().__init__(
+            base_url.rstrip("/") + "/embeddings",
+            error=EmbedderError,
+            what="embeddings",
+            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            api_key=api_key,
+            headers=headers,
+            client=client,
+        )
         self._model = model
         self._dimensions = dimensions
-        self._url = base_url.rstrip("/") + "/embeddings"
         self._batch_size = batch_size
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._send_dimensions = send_dimensions
-        self._headers = dict(headers or {})
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._client = client
-        self._owns_client = client is None
 
     @property
     def model_id(self) -> str:
@@ -98,11 +99,6 @@ class OpenAIEmbedder:
     def dimensions(self) -> int:
         """Length of every returned vector."""
         return self._dimensions
-
-    @property
-    def url(self) -> str:
-        """The full endpoint URL requests go to."""
-        return self._url
 
     async def embed(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts`` with as many requests as ``batch_size`` requires.
@@ -127,64 +123,20 @@ class OpenAIEmbedder:
         row: FloatArray = matrix[0]
         return row
 
-    async def aclose(self) -> None:
-        """Close the HTTP client if this embedder created it."""
-        client, self._client = self._client, None
-        if client is not None and self._owns_client:
-            await client.aclose()
-
-    async def __aenter__(self) -> OpenAIEmbedder:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     async def _request(self, texts: list[str]) -> FloatArray:
         payload: dict[str, Any] = {"model": self._model, "input": texts}
         if self._send_dimensions:
             payload["dimensions"] = self._dimensions
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-            self._owns_client = True
-        response = await post_json(
-            self._client,
-            self._url,
-            payload,
-            headers=self._headers,
-            http_timeout=self._timeout,
-            error=EmbedderError,
-            what="embeddings",
-        )
-        return self._parse(response, len(texts))
-
-    def _parse(self, response: httpx.Response, expected: int) -> FloatArray:
-        def malformed(reason: str) -> EmbedderError:
-            return EmbedderError(
-                f"embeddings endpoint {self._url} sent a malformed answer: {reason}",
-                url=self._url,
-                status_code=response.status_code,
-            )
-
+        response = await self._post(payload)
+        rows = self._indexed(response, "data", len(texts), "row")
         try:
-            body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise malformed("not JSON") from exc
-        rows = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(rows, list) or len(rows) != expected:
-            count = len(rows) if isinstance(rows, list) else "no"
-            raise malformed(f"{count} rows in 'data' for {expected} inputs")
-        by_index: dict[int, Any] = {}
-        for row in rows:
-            index = row.get("index") if isinstance(row, dict) else None
-            if not isinstance(index, int) or not 0 <= index < expected or index in by_index:
-                raise malformed(f"row index {index!r} is missing, out of range or repeated")
-            by_index[index] = row.get("embedding")
-        try:
-            matrix = np.array([by_index[i] for i in range(expected)], dtype=np.float32)
+            matrix = np.array([rows[i].get("embedding") for i in range(len(texts))], np.float32)
         except (TypeError, ValueError) as exc:
-            raise malformed("an embedding is not a list of numbers") from exc
-        if matrix.shape != (expected, self._dimensions):
-            raise malformed(f"vectors of shape {matrix.shape[1:]}, expected ({self._dimensions},)")
+            raise self._malformed(response, "an embedding is not a list of numbers") from exc
+        if matrix.shape != (len(texts), self._dimensions):
+            raise self._malformed(
+                response, f"vectors of shape {matrix.shape[1:]}, expected ({self._dimensions},)"
+            )
         if not np.isfinite(matrix).all():
-            raise malformed("an embedding holds NaN or infinity")
+            raise self._malformed(response, "an embedding holds NaN or infinity")
         return matrix

@@ -51,6 +51,9 @@ class SearchConfig:
             (for memory types that store sentence vectors: episodes and conversation turns).
         part_candidates: how many of each signal's best candidates are re-scored that way
             (each costs a read of its vectors; 0 re-scores every candidate).
+        rerank_candidates: with a reranker (``EngineConfig.reranker``), how many of the best
+            hits it re-orders (0 turns it off).
+        rerank_weight: a reranked hit's score is ``(1 - w) * hybrid + w * reranker``.
     """
 
     mode: SearchMode = "hybrid"
@@ -74,6 +77,8 @@ class SearchConfig:
     ann_threshold: int = 20_000
     part_vectors: bool = True
     part_candidates: int = 30
+    rerank_candidates: int = 20
+    rerank_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.mode not in ("hybrid", "bm25", "vector"):
@@ -82,5 +87,9 @@ class SearchConfig:
             raise ValueError(f"unknown fusion {self.fusion!r}")
         if self.candidates < 1 or self.rrf_k < 1 or self.neighbours < 0:
             raise ValueError("candidates and rrf_k must be positive, neighbours non-negative")
-        if self.max_scored_docs < 0 or self.part_candidates < 0:
-            raise ValueError("max_scored_docs and part_candidates must not be negative")
+        if self.max_scored_docs < 0 or self.part_candidates < 0 or self.rerank_candidates < 0:
+            raise ValueError(
+                "max_scored_docs, part_candidates and rerank_candidates must not be negative"
+            )
+        if not 0.0 <= self.rerank_weight <= 1.0:
+            raise ValueError("rerank_weight must be between 0 and 1")

@@ -17,14 +17,13 @@ deterministic fallback, which beats making an agent wait through back-offs.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
 from engramdb.core.errors import LLMError
-from engramdb.core.http_errors import post_json
+from engramdb.core.http_client import JsonEndpoint
 
 __all__ = ["ChatClient", "ChatModel", "LLMConfig"]
 
@@ -83,7 +82,7 @@ class LLMConfig:
         return self.base_url.strip().rstrip("/") + "/chat/completions"
 
 
-class ChatClient:
+class ChatClient(JsonEndpoint):
     """Asks an OpenAI-compatible chat-completions endpoint for one answer at a time.
 
     Args:
@@ -93,16 +92,18 @@ class ChatClient:
     """
 
     def __init__(self, config: LLMConfig, *, client: httpx.AsyncClient | None = None) -> None:
-        self._config = config
-        self._url = config.url
-        self._timeout = httpx.Timeout(
-            config.timeout_s, connect=min(_CONNECT_TIMEOUT_S, config.timeout_s)
+        super().__init__(
+            config.url,
+            error=LLMError,
+            what="chat",
+            timeout=httpx.Timeout(
+                config.timeout_s, connect=min(_CONNECT_TIMEOUT_S, config.timeout_s)
+            ),
+            api_key=config.api_key,
+            headers={"Accept": "application/json"},
+            client=client,
         )
-        self._headers = {"Accept": "application/json"}
-        if config.api_key:
-            self._headers["Authorization"] = f"Bearer {config.api_key}"
-        self._client = client
-        self._owns_client = client is None
+        self._config = config
 
     @property
     def config(self) -> LLMConfig:
@@ -124,50 +125,17 @@ class ChatClient:
                 {"role": "user", "content": user},
             ],
         }
-        if self._client is None:
-            self._client = httpx.AsyncClient()
-            self._owns_client = True
-        response = await post_json(
-            self._client,
-            self._url,
-            payload,
-            headers=self._headers,
-            http_timeout=self._timeout,
-            error=LLMError,
-            what="chat",
-        )
-        return self._parse(response)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this client created it."""
-        client, self._client = self._client, None
-        if client is not None and self._owns_client:
-            await client.aclose()
-
-    async def __aenter__(self) -> ChatClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        return self._parse(await self._post(payload))
 
     def _parse(self, response: httpx.Response) -> str:
-        def malformed(reason: str) -> LLMError:
-            return LLMError(
-                f"chat endpoint {self._url} sent a malformed answer: {reason}",
-                url=self._url,
-                status_code=response.status_code,
-                retryable=False,
-            )
-
-        try:
-            body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise malformed("not JSON") from exc
+        body = self._body(response, retryable=False)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise malformed("no 'choices'")
+            raise self._malformed(response, "no 'choices'", retryable=False)
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
-            raise malformed("the first choice has no message content")
+            raise self._malformed(
+                response, "the first choice has no message content", retryable=False
+            )
         return content

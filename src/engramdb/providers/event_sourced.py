@@ -356,6 +356,7 @@ class EventSourcedProvider(MemoryProvider):
             request,
             use_vectors=self.spec.vectors,
             part_vectors=self.spec.embed_parts is not None,
+            document=self.spec.record_embed_text,
         )
 
     async def list_keys(

@@ -10,6 +10,7 @@ here is derived from the log: losing it loses nothing.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from engramdb.core.errors import RerankError
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
 from engramdb.index.embedder import Embedder, FloatArray
-from engramdb.index.fusion import fuse, group_boost
+from engramdb.index.fusion import Fused, fuse, group_boost, rerank
 from engramdb.index.query_terms import fts_match, query_terms
+from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
@@ -33,6 +36,7 @@ from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import NativeVectorSearch
 
+_log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
 #: How long a word's document frequency is trusted, and the index size below which no word
@@ -83,11 +87,16 @@ class Indexer:
     """Embeds on write and answers hybrid searches for the namespaces that use it."""
 
     def __init__(
-        self, backend: Backend, embedder: Embedder | None = None, config: SearchConfig | None = None
+        self,
+        backend: Backend,
+        embedder: Embedder | None = None,
+        config: SearchConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
         self.config = config or SearchConfig()
+        self.reranker = reranker
         self._indexes: dict[tuple[str, Scope], VectorIndex] = {}
         # Several memory types embed the same prompt in one turn, often at the same moment:
         # each prompt is embedded once, and callers share the one computation in flight.
@@ -251,11 +260,14 @@ class Indexer:
         *,
         use_vectors: bool,
         part_vectors: bool = False,
+        document: Callable[[Record], str] | None = None,
     ) -> list[SearchHit]:
         """Hybrid search: BM25 and vector candidates fused, shaped, and cut to ``limit``.
 
         With ``part_vectors`` (a namespace whose records carry sentence vectors), every
         candidate's vector score is its best similarity over its whole-text and part vectors.
+        With a reranker, the best ``rerank_candidates`` are re-ordered by it, each shown to it
+        as ``document(record)`` (default: the record's full-text key).
         """
         config = self.config
         now = utc_now()
@@ -326,10 +338,39 @@ class Indexer:
             if not gone:
                 break
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
+        if self.reranker is not None and config.rerank_candidates:
+            fused = await self._reranked(
+                namespace, partition, request.query, fused, records, now, document
+            )
         ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
             ranked = await self._with_neighbours(namespace, partition, ranked, now)
         return ranked[: request.limit]
+
+    async def _reranked(
+        self,
+        namespace: str,
+        partition: Scope,
+        query: str,
+        fused: list[Fused],
+        records: dict[int, Record],
+        now: datetime,
+        document: Callable[[Record], str] | None,
+    ) -> list[Fused]:
+        """``fused`` with its best ``rerank_candidates`` re-ordered by the reranker; as it was
+        if the reranker fails (logged: recall does without it)."""
+        assert self.reranker is not None
+        top = [f.id for f in fused[: self.config.rerank_candidates]]
+        gone = await self._read_live(namespace, partition, top, records, now)
+        fused = [f for f in fused if f.id not in gone]
+        judged = [i for i in top if i not in gone]
+        text_of = document or (lambda record: record.text)
+        try:
+            scores = await self.reranker.rerank(query, [text_of(records[i]) for i in judged])
+        except RerankError as exc:
+            _log.warning("reranking skipped, hybrid order kept: %s", exc.message)
+            return fused
+        return rerank(fused, dict(zip(judged, scores, strict=True)), self.config.rerank_weight)
 
     async def _text_scores(
         self,
