@@ -22,7 +22,7 @@ class JsonEndpoint:
         error: the error type every failure becomes (``details``: ``url``, ``retryable``,
             ``status_code`` when the server answered).
         what: names the request in messages ("chat", "embeddings", "rerank").
-        timeout: per request.
+        timeout: seconds (or an ``httpx.Timeout``) per request.
         api_key: sent as ``Authorization: Bearer …``; ``None`` sends no such header.
         headers: extra headers for every request.
         client: an ``httpx.AsyncClient`` to use; it stays the caller's to close. Without one
@@ -35,7 +35,7 @@ class JsonEndpoint:
         *,
         error: type[EngramRuntimeError],
         what: str,
-        timeout: httpx.Timeout,
+        timeout: float | httpx.Timeout,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
@@ -43,7 +43,7 @@ class JsonEndpoint:
         self._url = url
         self._error = error
         self._what = what
-        self._timeout = timeout
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._headers = dict(headers or {})
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"

@@ -60,7 +60,7 @@ class HttpReranker(JsonEndpoint):
             base_url.rstrip("/") + "/rerank",
             error=RerankError,
             what="rerank",
-            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            timeout=timeout,
             api_key=api_key,
             headers=headers,
             client=client,

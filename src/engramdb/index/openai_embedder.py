@@ -29,8 +29,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # server's token-per-request limit for chat-length texts and retry cheaply.
 DEFAULT_BATCH_SIZE = 128
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-# Statuses after which the same request may succeed later: rate limits, overload, timeouts.
-# How much of an error body goes into the message: enough for the server's reason.
 
 
 class OpenAIEmbedder(JsonEndpoint):
@@ -78,7 +76,7 @@ class OpenAIEmbedder(JsonEndpoint):
             base_url.rstrip("/") + "/embeddings",
             error=EmbedderError,
             what="embeddings",
-            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            timeout=timeout,
             api_key=api_key,
             headers=headers,
             client=client,
