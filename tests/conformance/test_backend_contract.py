@@ -12,8 +12,9 @@ import pytest
 from engramdb.core.errors import StorageError
 from engramdb.core.events import EventEnvelope, MemoryWritten
 from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.orchestrator.trace import TurnTraced
 from engramdb.storage.backend import Backend, EventQuery
-from engramdb.storage.records import Delete, Put, Record, RecordQuery
+from engramdb.storage.records import Delete, Put, Record, RecordQuery, RedactScope
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope(tenant="acme", user="alice")
@@ -271,3 +272,28 @@ async def test_vectors_are_counted_per_model_and_dropped_all_but_one(backend: Ba
     assert [r.key for r in await backend.search.unvectored(query, "new")] == ["a", "b"]
     await backend.search.drop_vectors("ns")
     assert await backend.search.vector_counts() == {}
+
+
+async def test_redact_scope_blanks_every_event_of_those_scopes_only(backend: Backend) -> None:
+    in_session = Scope(tenant="acme", user="alice", session="s1")
+    traced = TurnTraced(
+        prompt="where in Lisbon?", token_limit=10, tokens_used=0, items_used=0, ms=1.0
+    )
+    await backend.events.append(
+        [event("a"), event("s", in_session), traced.to_envelope(scope=ALICE)]
+    )
+    await backend.events.append([event("b", BOB), event("g", GLOBEX)])
+    alice = ScopeFilter(ALICE, ("tenant", "user"))
+    result = await backend.commit([RedactScope(ALICE, ("tenant", "user"))], [event("after")])
+    assert result.redacted == 3
+    blanked = [e.payload for e in await backend.events.read(EventQuery(scope=alice))]
+    assert blanked[:3] == [
+        {"key": "a", "provider_id": "ns", "redacted": 1},
+        {"key": "s", "provider_id": "ns", "redacted": 1},
+        {"key": None, "provider_id": "", "redacted": 1},
+    ]
+    assert blanked[3]["key"] == "after"  # appended by the same commit, after the blanking
+    others = await backend.events.read(EventQuery(after=3, limit=2))
+    assert [e.payload["value"] for e in others] == ["b", "g"]
+    again = await backend.commit([RedactScope(ALICE, ("tenant", "user"))], [])
+    assert again.redacted == 1  # only the event appended since

@@ -85,7 +85,17 @@ class Redact:
     key: str
 
 
-Op = Put | Delete | Hide | Redact
+@dataclass(frozen=True)
+class RedactScope:
+    """Blank the content of every logged event whose scope matches ``scope`` on ``levels``,
+    whatever it is about (a user's erasure reaches their traces too), to a tombstone that
+    keeps only the event's provider and key."""
+
+    scope: Scope
+    levels: tuple[Level, ...]
+
+
+Op = Put | Delete | Hide | Redact | RedactScope
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from engramdb.storage.postgres.queries import (
     record_select_list,
     record_where,
     redact_events,
+    redact_scope_events,
     scope_clauses,
     upsert_record,
 )
@@ -51,7 +52,16 @@ from engramdb.storage.postgres.tenancy import (
     user_uuid,
 )
 from engramdb.storage.postgres.vectors import StoredVector, dimensions_of
-from engramdb.storage.records import Delete, Hide, Op, Put, Record, RecordQuery, Redact
+from engramdb.storage.records import (
+    Delete,
+    Hide,
+    Op,
+    Put,
+    Record,
+    RecordQuery,
+    Redact,
+    RedactScope,
+)
 from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
 
 #: Serialises migrations of concurrently starting processes.
@@ -112,6 +122,10 @@ async def _apply(
             scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
             sql, params = redact_events(op.namespace, scope_sql, op.key)
             cursor = await conn.execute(sql, [*params, *scope_params])
+            redacted += cursor.rowcount
+        elif isinstance(op, RedactScope):
+            scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
+            cursor = await conn.execute(redact_scope_events(scope_sql), scope_params)
             redacted += cursor.rowcount
     return CommitResult(
         events=await insert_events(conn, events),

@@ -183,6 +183,15 @@ def redact_events(namespace: str, scope_sql: list[str], key: str) -> tuple[str, 
     return f"UPDATE events SET payload = %s WHERE {where}", [tombstone, namespace, key]
 
 
+def redact_scope_events(scope_sql: list[str]) -> str:
+    """UPDATE blanking every not yet redacted event of some scopes (see ``RedactScope``)."""
+    where = " AND ".join([*scope_sql, "(payload ->> 'redacted') IS DISTINCT FROM '1'"])
+    return (
+        "UPDATE events SET payload = json_build_object('key', payload ->> 'key', "
+        f"'provider_id', provider_id, 'redacted', 1) WHERE {where}"
+    )
+
+
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPERATORS = frozenset({"OR", "AND", "NOT", "NEAR"})

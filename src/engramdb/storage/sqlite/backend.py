@@ -13,7 +13,16 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
 from engramdb.storage.migrations import pending
-from engramdb.storage.records import Delete, Hide, Op, Put, Record, RecordQuery, Redact
+from engramdb.storage.records import (
+    Delete,
+    Hide,
+    Op,
+    Put,
+    Record,
+    RecordQuery,
+    Redact,
+    RedactScope,
+)
 from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
 from engramdb.storage.sqlite.event_store import SqliteEventStore, insert_events
 from engramdb.storage.sqlite.queries import (
@@ -26,6 +35,7 @@ from engramdb.storage.sqlite.queries import (
     record_select,
     record_where,
     redact_events,
+    redact_scope_events,
     scope_clauses,
 )
 from engramdb.storage.sqlite.schema import MIGRATIONS
@@ -66,6 +76,7 @@ def _apply(
 ) -> CommitResult:
     stored: list[Record] = []
     deleted = hidden = redacted = 0
+    purged = False
     for op in ops:
         if isinstance(op, Put):
             record = row_record(conn.execute(UPSERT_RECORD, record_row(op.record)).fetchone())
@@ -88,9 +99,16 @@ def _apply(
             scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
             sql, redact_params = redact_events(op.namespace, scope_sql, op.key)
             redacted += conn.execute(sql, [*redact_params, *scope_params]).rowcount
-            # FTS5 only marks a deleted document's tokens as deleted until segments merge;
-            # merging now leaves no trace of the forgotten words in the index.
-            conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+            purged = True
+        elif isinstance(op, RedactScope):
+            scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
+            redacted += conn.execute(redact_scope_events(scope_sql), scope_params).rowcount
+            purged = True
+    if purged:
+        # FTS5 only marks a deleted document's tokens as deleted until segments merge;
+        # merging now leaves no trace of the forgotten words in the index (once per commit:
+        # a merge reads the whole index).
+        conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
     return CommitResult(
         events=insert_events(conn, events),
         stored=stored,

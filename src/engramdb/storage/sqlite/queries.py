@@ -291,3 +291,12 @@ def redact_events(namespace: str, scope_sql: list[str], key: str) -> tuple[str, 
         f"WHERE {where}"
     )
     return sql, [key, namespace, namespace, key]
+
+
+def redact_scope_events(scope_sql: list[str]) -> str:
+    """UPDATE blanking every not yet redacted event of some scopes (see ``RedactScope``)."""
+    where = " AND ".join([*scope_sql, "json_extract(payload, '$.redacted') IS NOT 1"])
+    return (
+        "UPDATE events SET payload = json_object('key', json_extract(payload, '$.key'), "
+        f"'provider_id', provider_id, 'redacted', 1) WHERE {where}"
+    )
