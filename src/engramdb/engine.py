@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from engramdb.core.errors import StaleVectorsError, StaleVectorsWarning
 from engramdb.core.events import ProducerRef
-from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope
+from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
 from engramdb.index.embedder import Embedder
@@ -50,6 +50,7 @@ from engramdb.providers.event_sourced import (
 )
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
+    GRAPH_LEVELS,
     GRAPH_NAMESPACES,
     GRAPH_SPEC,
     GraphCache,
@@ -252,8 +253,26 @@ class Engine:
     def tenancy(self) -> Tenancy:
         """The tenants, users and API keys of this database."""
         return Tenancy(
-            self.backend, self.provider, self.specs, self.producer, self.indexer.forget_all
+            self.backend, self.provider, self.stored_namespaces, self.producer, self._forget_cached
         )
+
+    @property
+    def stored_namespaces(self) -> list[tuple[str, tuple[Level, ...]]]:
+        """Every namespace records are stored in, with the scope levels of its partitions:
+        the projections and resources, then the graph's entities and relations."""
+        return [
+            *((spec.namespace, spec.levels) for spec in self.specs),
+            *((namespace, GRAPH_LEVELS) for namespace in GRAPH_NAMESPACES),
+        ]
+
+    def _forget_cached(self, scopes: ScopeFilter) -> None:
+        """Drop what this process holds of ``scopes`` after their records were deleted: the
+        vector indexes and working graphs (all of them; they reload on use) and the
+        in-process working memory of those scopes."""
+        self.indexer.forget_all()
+        self.graphs.drop()
+        for scope in [s for s in self.working_store.partitions if scopes.matches(s)]:
+            del self.working_store.partitions[scope]
 
     async def _start(self) -> None:
         await self.registry.refresh()
@@ -352,7 +371,7 @@ class Engine:
     async def export(self, *, page: int = 1000) -> AsyncIterator[dict[str, Any]]:
         """Everything stored, as plain data: every record of every namespace and scope
         (soft-forgotten ones flagged ``hidden``), then every event of the log."""
-        for namespace in [*(spec.namespace for spec in self.specs), *GRAPH_NAMESPACES]:
+        for namespace, _ in self.stored_namespaces:
             offset = 0
             while True:
                 batch = await self.backend.scan(

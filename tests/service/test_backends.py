@@ -16,12 +16,17 @@ from engramdb.core.errors import (
     AuthenticationError,
     ConflictError,
     EntityNotFoundError,
+    InvalidScopeError,
     NotFoundError,
 )
+from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
+from engramdb.orchestrator.plans import Plan
+from engramdb.orchestrator.sessions import Session
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
+from engramdb.storage.backend import EventQuery
 from tests.postgres.database import empty_database
 
 
@@ -141,3 +146,78 @@ async def test_two_instances_share_one_database(kind: str, tmp_path: Path) -> No
         assert replay.json() == answer.json()
         for client in clients:
             await client.aclose()
+
+
+async def _store_a_life(engine: Engine, user: str, fact: str) -> None:
+    """Memories of every kind under ``user``: episodes, a fact, a graph, working memory, a
+    session's turn, a traced context assembly (whose prompt only the log holds), and a plan
+    and a session, which are the tenant's records that name their user."""
+    memory = engine.scope(tenant="acme", user=user)
+    await memory.plans.create(Plan(plan_id=f"{user}-trip", user_id=user, goal_event=fact))
+    await memory.sessions.create(Session(session_id=f"{user}-s1", user_id=user))
+    await memory.episodic.memorize(MemoryItem(text=f"I moved to {fact} last spring"))
+    await memory.semantic.memorize(MemoryItem(text=f"{user.title()} lives in {fact}"))
+    await memory.graph.ingest(f"{user.title()} lives in {fact}.")
+    await memory.working.memorize(MemoryItem(text=f"planning a trip from {fact}"))
+    chat = engine.scope(tenant="acme", user=user, session="s1")
+    await chat.conversation.memorize(MemoryItem(text=f"What is on in {fact}?", role="user"))
+    await memory.assemble(f"Where in {fact} should I eat?")
+
+
+async def _mentions(engine: Engine, word: str) -> list[str]:
+    """Every exported record and event (the log included) that holds ``word``."""
+    return [str(item) async for item in engine.export() if word in str(item)]
+
+
+async def test_an_erased_user_leaves_nothing_but_tombstones(any_engine: Engine) -> None:
+    tenancy = any_engine.tenancy
+    await tenancy.create_tenant("acme")
+    await tenancy.create_user("acme", "alice")
+    await tenancy.create_user("acme", "bob")
+    _, alice_key = await tenancy.create_key("acme", user_id="alice")
+    _, bob_key = await tenancy.create_key("acme", user_id="bob")
+    _, tenant_key = await tenancy.create_key("acme")
+    await _store_a_life(any_engine, "alice", "Lisbon")
+    await _store_a_life(any_engine, "bob", "Oslo")
+    assert any("turn.traced" in found for found in await _mentions(any_engine, "Lisbon"))
+
+    removed = await tenancy.delete_user("acme", "alice")
+
+    # 7 memories (the graph: 2 entities, 1 relation), plan, session, registration, key
+    assert removed == 11
+    assert await _mentions(any_engine, "Lisbon") == []
+    alice = any_engine.scope(tenant="acme", user="alice")
+    assert await alice.episodic.remember("Where did I move?") == []
+    assert await alice.graph.search_entities("Lisbon") == []
+    assert await alice.working.remember("trip") == []
+    assert [p.plan_id for p in (await alice.plans.list()).items] == ["bob-trip"]
+    assert [s.session_id for s in (await alice.sessions.list()).items] == ["bob-s1"]
+    with pytest.raises(AuthenticationError):
+        await tenancy.verify_key(alice_key)
+    assert [u.user_id for u in (await tenancy.list_users("acme")).items] == ["bob"]
+    for kept in (bob_key, tenant_key):
+        assert (await tenancy.verify_key(kept)).tenant_id == "acme"
+    bob = any_engine.scope(tenant="acme", user="bob")
+    assert [m.text for m in await bob.episodic.remember("Where did I move?")] == [
+        "I moved to Oslo last spring"
+    ]
+    assert "Oslo" in {e.name for e, _ in await bob.graph.search_entities("Oslo")}
+    # The log still tells that records went, and a rebuild from it brings none back.
+    deleted = await any_engine.events.read(EventQuery(event_types=("memory.deleted",)))
+    assert len(deleted) == removed
+    await any_engine.rebuild()
+    assert await _mentions(any_engine, "Lisbon") == []
+    assert len(await _mentions(any_engine, "Oslo")) > 0
+    with pytest.raises(NotFoundError):
+        await tenancy.delete_user("acme", "alice")
+    with pytest.raises(InvalidScopeError):
+        await tenancy.delete_user("acme", " alice ")
+
+
+async def test_a_deleted_tenant_takes_its_graphs_and_traces(any_engine: Engine) -> None:
+    await any_engine.tenancy.create_tenant("acme")
+    await _store_a_life(any_engine, "alice", "Lisbon")
+    await any_engine.tenancy.delete_tenant("acme")
+    assert await _mentions(any_engine, "Lisbon") == []
+    alice = any_engine.scope(tenant="acme", user="alice")
+    assert await alice.graph.search_entities("Lisbon") == []

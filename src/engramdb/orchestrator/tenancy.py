@@ -7,7 +7,10 @@ them, and they are created on first sight (``ensure_tenant``). API keys are issu
 ``ek_<key id>_<tenant>_<secret>`` (the tenant in lowercase base32), of which only the
 SHA-256 of the whole key is stored. The key names its tenant so that verifying it reads
 that tenant's records only (on PostgreSQL, row-level security admits nothing else), and its
-id finds the record without a scan. A tenant's deletion removes everything stored under it.
+id finds the record without a scan. Deleting a tenant removes everything stored under it;
+deleting a user (the right to be forgotten) everything stored under that user, with the
+user's registration and keys. Both blank the log of those scopes: what stays is tombstones
+that name the scope, provider and key of each event, and nothing that was said.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from engramdb.core.errors import (
     NotFoundError,
 )
 from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
-from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.core.scope import Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.orchestrator.resources import (
     Page,
@@ -43,7 +46,7 @@ from engramdb.orchestrator.resources import (
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
-from engramdb.storage.records import Delete, Op, RecordQuery, Redact
+from engramdb.storage.records import Delete, Op, Record, RecordQuery, Redact, RedactScope
 
 TENANT_SPEC = resource_spec("tenants")
 USER_SPEC = resource_spec("users")
@@ -56,6 +59,8 @@ _KEY = re.compile(r"^ek_([0-9a-f]{12})_([a-z2-7]{1,300})_[A-Za-z0-9_-]{20,100}$"
 
 #: Builds the provider of a namespace bound to a scope (the engine's ``provider``).
 ProviderFactory = Callable[[ProjectionSpec, Scope], EventSourcedProvider]
+#: A stored namespace and the scope levels its partitions use.
+StoredNamespace = tuple[str, tuple[Level, ...]]
 
 
 class Tenant(Resource):
@@ -132,13 +137,15 @@ class Tenancy:
         self,
         backend: Backend,
         provider: ProviderFactory,
-        specs: Sequence[ProjectionSpec],
+        namespaces: Sequence[StoredNamespace],
         producer: ProducerRef | None = None,
-        on_wipe: Callable[[], None] | None = None,
+        on_wipe: Callable[[ScopeFilter], None] | None = None,
     ) -> None:
+        """``namespaces`` are every namespace records are stored in (a deletion scans each);
+        ``on_wipe`` is told which scopes a deletion emptied, to drop what it caches of them."""
         self.backend = backend
         self._provider = provider
-        self._specs = specs
+        self._namespaces = tuple(namespaces)
         self._producer = producer or ProducerRef()
         self._on_wipe = on_wipe
 
@@ -184,38 +191,78 @@ class Tenancy:
         )
 
     async def delete_tenant(self, tenant_id: str) -> int:
-        """Delete a tenant and everything stored under it — memories, resources, users,
-        keys — purging their content from the log; returns how many records went.
+        """Delete a tenant and everything stored under it — memories, graphs, resources,
+        users, keys — in one transaction, blanking every event of the tenant in the log to
+        a tombstone; returns how many records went.
 
         Raises:
             NotFoundError: the tenant is not registered.
         """
         if await self.get_tenant(tenant_id) is None:
             raise NotFoundError(f"no tenant {tenant_id!r}", resource="tenant", id=tenant_id)
-        removed = 0
         everything = ScopeFilter(Scope(tenant=tenant_id), ("tenant",))
-        for spec in self._specs:
-            records = await self.backend.scan(RecordQuery(spec.namespace, everything, hidden=None))
-            if not records:
-                continue
-            trace = TraceContext()
-            ops: list[Op] = []
-            for r in records:
-                ops += [
-                    Delete(r.namespace, r.scope, r.key),
-                    Redact(r.namespace, r.scope, spec.levels, r.key),
-                ]
-            events = [
-                MemoryDeleted(
-                    key=r.key, provider_id=r.namespace, mode="hard", purged=True
-                ).to_envelope(scope=r.scope, producer=self._producer, trace=trace)
-                for r in records
-            ]
-            await self.backend.commit(ops, events)
-            removed += len(records)
+        doomed: list[tuple[Record, tuple[Level, ...]]] = []
+        for namespace, levels in self._namespaces:
+            records = await self.backend.scan(RecordQuery(namespace, everything, hidden=None))
+            doomed += [(r, levels) for r in records]
+        return await self._erase(doomed, everything)
+
+    async def delete_user(self, tenant_id: str, user_id: str) -> int:
+        """Erase a user (the right to be forgotten): every record stored under them (their
+        agents', sessions' and plans' included), the tenant-wide records that name them as
+        their user (plans, sessions, API keys) and their registration, in one transaction,
+        blanking every event of theirs in the log to a tombstone; returns how many records
+        went. The tenant and its other users keep everything.
+
+        Raises:
+            InvalidScopeError: ``tenant_id`` or ``user_id`` is not a valid scope id.
+            NotFoundError: the user is neither registered nor has anything stored.
+        """
+        theirs = ScopeFilter(Scope(tenant=tenant_id, user=user_id), ("tenant", "user"))
+        tenant = Scope(tenant=tenant_id)
+        doomed: list[tuple[Record, tuple[Level, ...]]] = []
+        for namespace, levels in self._namespaces:
+            # Tenant-wide records are theirs when they name them as their user (plans,
+            # sessions and API keys index ``user_id``); the rest are stored under them.
+            query = (
+                RecordQuery(namespace, theirs, hidden=None)
+                if "user" in levels
+                else RecordQuery(namespace, tenant, metadata={"user_id": user_id}, hidden=None)
+            )
+            doomed += [(r, levels) for r in await self.backend.scan(query)]
+        registered = await self.backend.scan(
+            RecordQuery(USER_SPEC.namespace, tenant, keys=(user_id,), hidden=None)
+        )
+        doomed += [(r, USER_SPEC.levels) for r in registered]
+        if not doomed:
+            raise NotFoundError(
+                f"no user {user_id!r} in tenant {tenant_id!r}", resource="user", id=user_id
+            )
+        return await self._erase(doomed, theirs)
+
+    async def _erase(
+        self, doomed: Sequence[tuple[Record, tuple[Level, ...]]], scopes: ScopeFilter
+    ) -> int:
+        """Delete ``doomed`` records (each with its namespace's levels) and blank every
+        logged event of ``scopes``, and those about the records outside them, one
+        ``memory.deleted`` per record, in one transaction; then drop what is cached."""
+        trace = TraceContext()
+        ops: list[Op] = [RedactScope(scopes.scope, scopes.levels)]
+        for r, levels in doomed:
+            ops.append(Delete(r.namespace, r.scope, r.key))
+            if not scopes.matches(r.scope):
+                ops.append(Redact(r.namespace, r.scope, levels, r.key))
+        # The tombstones are appended after the ops ran, so they stay readable.
+        events = [
+            MemoryDeleted(key=r.key, provider_id=r.namespace, mode="hard", purged=True).to_envelope(
+                scope=r.scope, producer=self._producer, trace=trace
+            )
+            for r, _ in doomed
+        ]
+        await self.backend.commit(ops, events)
         if self._on_wipe is not None:
-            self._on_wipe()
-        return removed
+            self._on_wipe(scopes)
+        return len(doomed)
 
     # -- users -------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ engine's backend and walked in memory with NetworkX."""
 
 from engramdb.providers.graph.extract import Extraction, LLMExtractor, RuleExtractor
 from engramdb.providers.graph.provider import GraphIngest, GraphMemoryProvider
-from engramdb.providers.graph.store import GRAPH_NAMESPACES, GRAPH_SPEC, rebuild_graph
+from engramdb.providers.graph.store import GRAPH_LEVELS, GRAPH_NAMESPACES, GRAPH_SPEC, rebuild_graph
 from engramdb.providers.graph.types import (
     EXCLUSIVE_RELATIONS,
     EntityType,
@@ -18,6 +18,7 @@ from engramdb.providers.graph.working import GraphCache
 
 __all__ = [
     "EXCLUSIVE_RELATIONS",
+    "GRAPH_LEVELS",
     "GRAPH_NAMESPACES",
     "GRAPH_SPEC",
     "EntityType",
