@@ -52,8 +52,16 @@ def test_tenant_user_key_lifecycle(cli: CliRunner, tmp_path: Path) -> None:
     assert asyncio.run(verify()) == "alice"
     assert "shown once" in invoke(cli, db, "admin", "key", "create", "acme", "--role", "reader")
     assert "revoked" in invoke(cli, db, "admin", "key", "revoke", made["key_id"])
+    invoke(cli, db, "admin", "user", "create", "acme", "bob")
+    users = json.loads(invoke(cli, db, "--json", "admin", "user", "list", "acme"))
+    assert [u["user_id"] for u in users] == ["alice", "bob"]
+    erased = json.loads(
+        invoke(cli, db, "--json", "admin", "user", "delete", "acme", "alice", "--yes")
+    )
+    assert erased["records_deleted"] == 2  # the registration and the key bound to alice
+    assert invoke(cli, db, "admin", "user", "list", "acme").split()[0] == "bob"
     gone = json.loads(invoke(cli, db, "--json", "admin", "tenant", "delete", "acme", "--yes"))
-    assert gone["records_deleted"] >= 4
+    assert gone["records_deleted"] == 3  # the tenant, bob, the reader key
     assert "acme" not in invoke(cli, db, "admin", "tenant", "list")
 
 
@@ -65,6 +73,7 @@ def test_tenant_user_key_lifecycle(cli: CliRunner, tmp_path: Path) -> None:
         (["admin", "key", "create", "acme", "--role", "owner"], "--role must be"),
         (["admin", "key", "revoke", "000000000000"], "no API key"),
         (["admin", "tenant", "delete", "nope", "--yes"], "no tenant 'nope'"),
+        (["admin", "user", "delete", "acme", "nobody", "--yes"], "no user 'nobody'"),
     ],
 )
 def test_admin_usage_errors_exit_2(
@@ -83,6 +92,16 @@ def test_tenant_delete_asks_first(cli: CliRunner, tmp_path: Path) -> None:
     result = cli.invoke(app, ["--db", str(db), "admin", "tenant", "delete", "acme"], input="n\n")
     assert result.exit_code == 1
     assert "acme" in invoke(cli, db, "admin", "tenant", "list")
+
+
+def test_user_delete_asks_first(cli: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "admin.db"
+    invoke(cli, db, "admin", "tenant", "create", "acme")
+    invoke(cli, db, "admin", "user", "create", "acme", "alice")
+    args = ["--db", str(db), "admin", "user", "delete", "acme", "alice"]
+    result = cli.invoke(app, args, input="n\n")
+    assert result.exit_code == 1
+    assert "alice" in invoke(cli, db, "admin", "user", "list", "acme")
 
 
 @pytest.mark.parametrize(

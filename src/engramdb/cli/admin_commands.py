@@ -3,6 +3,7 @@ JWTs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -11,7 +12,7 @@ from engramdb.cli import render
 from engramdb.cli.app import JsonFlag, run
 from engramdb.core.errors import UsageError
 from engramdb.engine import Engine, ScopedMemory
-from engramdb.orchestrator.tenancy import Role
+from engramdb.orchestrator.tenancy import Role, Tenant, User
 
 
 def _role(role: str) -> Role:
@@ -26,6 +27,12 @@ def _show(ctx: typer.Context, data: Any, text: str) -> None:
         render.emit_json(data)
     else:
         render.out.print(text)
+
+
+def _show_named(ctx: typer.Context, items: Sequence[Tenant | User], ids: list[str]) -> None:
+    """Tenants or users: as JSON, or one line each (id, name, creation time)."""
+    rows = [f"{i}\t{item.name}\t{item.created_at}" for i, item in zip(ids, items, strict=True)]
+    _show(ctx, [item.model_dump(mode="json") for item in items], "\n".join(rows))
 
 
 def register(app: typer.Typer) -> None:
@@ -68,8 +75,7 @@ def register(app: typer.Typer) -> None:
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
             page = await engine.tenancy.list_tenants(limit=limit)
-            rows = [f"{t.tenant_id}\t{t.name}\t{t.created_at}" for t in page.items]
-            _show(ctx, [t.model_dump(mode="json") for t in page.items], "\n".join(rows))
+            _show_named(ctx, page.items, [t.tenant_id for t in page.items])
 
         run(ctx, work, as_json)
 
@@ -110,6 +116,46 @@ def register(app: typer.Typer) -> None:
                 ctx,
                 {"tenant_id": tenant_id, **made.model_dump(mode="json")},
                 f"created user [bold]{made.user_id}[/bold] of {tenant_id}",
+            )
+
+        run(ctx, work, as_json)
+
+    @user.command("list")
+    def user_list(
+        ctx: typer.Context,
+        tenant_id: str,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 100,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """List the registered users of a tenant."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            page = await engine.tenancy.list_users(tenant_id, limit=limit)
+            _show_named(ctx, page.items, [u.user_id for u in page.items])
+
+        run(ctx, work, as_json)
+
+    @user.command("delete")
+    def user_delete(
+        ctx: typer.Context,
+        tenant_id: str,
+        user_id: str,
+        yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Erase a user: every memory stored under them, their registration and their API
+        keys, with their events in the log blanked."""
+        if not yes and not typer.confirm(
+            f"erase user {user_id!r} of tenant {tenant_id!r} and all their data?"
+        ):
+            raise typer.Exit(1)
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            removed = await engine.tenancy.delete_user(tenant_id, user_id)
+            _show(
+                ctx,
+                {"tenant_id": tenant_id, "user_id": user_id, "records_deleted": removed},
+                f"erased user [bold]{user_id}[/bold] of {tenant_id} ({removed} records)",
             )
 
         run(ctx, work, as_json)
