@@ -153,3 +153,37 @@ async def test_graphs_are_scoped_and_readers_cannot_write(
     assert await reader.get_entity(secret.entity_id) == secret
     with pytest.raises(PermissionDeniedError):
         await reader.add_entity("Nope")
+
+
+async def test_invalidate_a_relation_and_merge_entities(
+    connect: Connect, live_server: LiveServer
+) -> None:
+    graph = connect(live_server.alice, agent_id="invalidate-merge").graph
+    eve = await graph.add_entity("Eve", "person")
+    oslo = await graph.add_entity("Oslo", "location")
+    since = datetime(2021, 3, 1, tzinfo=UTC)
+    lives = await graph.add_relation(eve.entity_id, oslo.entity_id, "lives_in", valid_at=since)
+    left = datetime(2025, 9, 1, tzinfo=UTC)
+    ended = await graph.invalidate_relation(lives.relation_id, at=left)
+    assert (ended.relation_id, ended.invalid_at) == (lives.relation_id, left)
+    assert await graph.get_relations(eve.entity_id) == []
+    held = await graph.get_relations(eve.entity_id, as_of=left - DAY)
+    assert [r.target_id for r in held] == [oslo.entity_id]
+    now = await graph.invalidate_relation(
+        (await graph.add_relation(eve.entity_id, oslo.entity_id, "knows")).relation_id
+    )
+    assert now.invalid_at is not None
+    with pytest.raises(RelationNotFoundError):
+        await graph.invalidate_relation("no-such-relation")
+
+    twin = await graph.add_entity("E. Smith", "person", resolve=False)
+    acme = await graph.add_entity("Acme", "organization")
+    await graph.add_relation(twin.entity_id, acme.entity_id, "works_for")
+    kept = await graph.merge_entities(eve.entity_id, twin.entity_id)
+    assert kept.entity_id == eve.entity_id
+    assert "E. Smith" in kept.aliases
+    assert await graph.get_entity(twin.entity_id) is None
+    works = await graph.get_relations(eve.entity_id, relation_type="works_for")
+    assert [r.target_id for r in works] == [acme.entity_id]
+    with pytest.raises(EntityNotFoundError):
+        await graph.merge_entities(eve.entity_id, "nobody")

@@ -97,6 +97,26 @@ class GraphClient:
         )
         return await self._client._call(GraphRelation, "POST", f"{_PREFIX}/relations", json=body)
 
+    async def invalidate_relation(
+        self, relation_id: str, *, at: datetime | None = None
+    ) -> GraphRelation:
+        """End the fact a relation states at ``at`` (default: now), keeping it in history.
+
+        Raises:
+            RelationNotFoundError: there is no such relation.
+        """
+        path = f"{_PREFIX}/relations/{relation_id}/invalidate"
+        return await self._client._call(GraphRelation, "POST", path, json=given(at=at))
+
+    async def merge_entities(self, kept_id: str, merged_id: str) -> GraphEntity:
+        """Merge ``merged_id`` into ``kept_id``; returns the entity kept.
+
+        Raises:
+            EntityNotFoundError: either entity does not exist (nothing is written).
+        """
+        path = f"{_PREFIX}/entities/{kept_id}/merge"
+        return await self._client._call(GraphEntity, "POST", path, json={"merged_id": merged_id})
+
     async def delete_relation(self, relation_id: str) -> None:
         """Delete a relation outright.
 

@@ -322,6 +322,19 @@ class RelationIn(Body):
     sources: Sources = Field(default_factory=list)
 
 
+class InvalidateIn(Body):
+    """When a relation's fact stopped holding (default: now); the relation is kept, ended."""
+
+    at: AwareDatetime | None = None
+
+
+class MergeIn(Body):
+    """The entity to merge into the one named in the path: its names, properties, sources and
+    relations move over, and it is removed."""
+
+    merged_id: str = KeyField
+
+
 class TraversalIn(Body):
     """A traversal of the caller's graph (the engine's ``GraphTraversal``).
 

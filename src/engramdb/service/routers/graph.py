@@ -26,6 +26,8 @@ from engramdb.service.models import (
     EntityIn,
     Ingested,
     IngestIn,
+    InvalidateIn,
+    MergeIn,
     RelationIn,
     Relations,
     TraversalIn,
@@ -74,6 +76,15 @@ async def delete_entity(entity_id: KeyPath, caller: WriteCaller, engine: EngineD
     return Deleted(deleted=await graph.delete(entity_id))
 
 
+@router.post("/entities/{entity_id}/merge", summary="Merge an entity into this one")
+async def merge_entities(
+    entity_id: KeyPath, body: MergeIn, caller: WriteCaller, engine: EngineDep
+) -> GraphEntity:
+    """Merge ``merged_id`` into ``entity_id`` (as a ``same_as`` relation does): one entity
+    with both one's names and relations; the answer is the entity kept."""
+    return await _graph(caller, engine).merge_entities(entity_id, body.merged_id)
+
+
 @router.get("/entities/{entity_id}/relations", summary="Relations of an entity")
 async def get_relations(
     entity_id: KeyPath,
@@ -113,9 +124,19 @@ async def add_relation(body: RelationIn, caller: WriteCaller, engine: EngineDep)
     )
 
 
+@router.post("/relations/{relation_id}/invalidate", summary="End a relation")
+async def invalidate_relation(
+    relation_id: KeyPath, caller: WriteCaller, engine: EngineDep, body: InvalidateIn | None = None
+) -> GraphRelation:
+    """End the fact a relation states at ``at`` (default: now) without deleting it: it stops
+    holding from then on and stays in the relation's history."""
+    at = body.at if body is not None else None
+    return await _graph(caller, engine).invalidate_relation(relation_id, at=at)
+
+
 @router.delete("/relations/{relation_id}", summary="Delete a relation")
 async def delete_relation(relation_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
-    """Delete a relation outright (to end a fact instead, add one with ``invalid_at``)."""
+    """Delete a relation outright (to end a fact instead, invalidate it)."""
     graph = _graph(caller, engine)
     if (await graph.working_graph()).relation(relation_id) is None:
         raise RelationNotFoundError(f"no relation {relation_id!r}", relation_id=relation_id)
