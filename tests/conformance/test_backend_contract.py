@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from engramdb.core.errors import StorageError
+from engramdb.core.errors import ConflictError, StorageError
 from engramdb.core.events import EventEnvelope, MemoryWritten
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.orchestrator.trace import TurnTraced
@@ -297,3 +298,39 @@ async def test_redact_scope_blanks_every_event_of_those_scopes_only(backend: Bac
     assert [e.payload["value"] for e in others] == ["b", "g"]
     again = await backend.commit([RedactScope(ALICE, ("tenant", "user"))], [])
     assert again.redacted == 1  # only the event appended since
+
+
+async def test_a_create_fails_on_a_live_key_and_writes_nothing(backend: Backend) -> None:
+    made = await backend.commit([Put(record("a"), if_absent=True)], [event("a")])
+    assert [r.key for r in made.stored] == ["a"]
+    with pytest.raises(ConflictError) as raised:
+        await backend.commit(
+            [Put(record("b")), Put(record("a", value="again"), if_absent=True)], [event("b")]
+        )
+    assert raised.value.details == {"namespace": "ns", "key": "a"}
+    assert await backend.get("ns", ALICE, "b") is None
+    assert (await backend.get("ns", ALICE, "a")) == made.stored[0]
+    assert await backend.events.count() == 1
+    # Other partitions are other keys.
+    await backend.commit([Put(record("a", BOB), if_absent=True)], [])
+
+
+async def test_a_create_replaces_an_expired_record_as_new(backend: Backend) -> None:
+    await backend.commit([Put(record("a", ttl_ms=1000, expires_at=T0 + timedelta(seconds=1)))], [])
+    later = T0 + timedelta(hours=1)
+    fresh = record("a", value="new", created_at=later)
+    (stored,) = (await backend.commit([Put(fresh, if_absent=True)], [])).stored
+    assert (stored.value, stored.created_at, stored.updated_at) == ("new", later, None)
+    assert (stored.ttl_ms, stored.expires_at) == (None, None)
+
+
+async def test_of_concurrent_creates_of_one_key_one_wins(backend: Backend) -> None:
+    attempts = [
+        backend.commit([Put(record("a", value=i), if_absent=True)], [event("a")]) for i in range(6)
+    ]
+    results = await asyncio.gather(*attempts, return_exceptions=True)
+    won = [r for r in results if not isinstance(r, BaseException)]
+    assert len(won) == 1
+    assert all(isinstance(r, ConflictError) for r in results if r not in won)
+    assert await backend.events.count() == 1
+    assert (await backend.get("ns", ALICE, "a")) == won[0].stored[0]

@@ -110,12 +110,12 @@ class ResourceStore(Generic[M]):
             raise self._missing(resource_id)
         return found
 
-    async def _write(self, item: M) -> M:
+    async def _write(self, item: M, *, create: bool = False) -> M:
         resource_id = str(getattr(item, self.id_field))
         value = item.model_dump(mode="json", exclude={"created_at", "updated_at"})
         metadata = {name: value[name] for name in self.indexed if value.get(name) is not None}
         (entry,) = await self.provider.write_many(
-            [WriteRequest(resource_id, value, self.content_type, metadata)]
+            [WriteRequest(resource_id, value, self.content_type, metadata, create=create)]
         )
         return item.model_copy(
             update={"created_at": entry.created_at, "updated_at": entry.updated_at or utc_now()}
@@ -128,13 +128,16 @@ class ResourceStore(Generic[M]):
             ConflictError: its id is taken in this tenant.
         """
         resource_id = validate_key(str(getattr(item, self.id_field)))
-        if await self.provider.read_record(resource_id) is not None:
+        try:
+            # Decided inside the write's transaction: of two instances creating one id at
+            # once, one gets the conflict.
+            stored = await self._write(item, create=True)
+        except ConflictError as exc:
             raise ConflictError(
                 f"{self.resource} {resource_id!r} already exists",
                 resource=self.resource,
                 id=resource_id,
-            )
-        stored = await self._write(item)
+            ) from exc
         return stored.model_copy(update={"updated_at": stored.created_at})
 
     async def update(self, resource_id: str, changes: Mapping[str, Any]) -> M:

@@ -62,7 +62,9 @@ UpsertStatus = Literal["created", "updated"]
 
 @dataclass(frozen=True)
 class WriteRequest:
-    """One entry of a batched write (see ``EventSourcedProvider.write_many``)."""
+    """One entry of a batched write (see ``EventSourcedProvider.write_many``); with
+    ``create``, the batch fails with ``ConflictError`` if a live entry holds the key, decided
+    inside the write's transaction (two writers cannot both create it)."""
 
     key: str
     value: Any
@@ -70,6 +72,7 @@ class WriteRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     ttl_ms: int | None = None
     occurred_at: datetime | None = None
+    create: bool = False
 
 
 class EventSourcedProvider(MemoryProvider):
@@ -186,11 +189,12 @@ class EventSourcedProvider(MemoryProvider):
         ]
         embedded = await self.indexer.embed_records(self.spec, records) if self._embeds else None
         vectors = embedded[0] if embedded else None
-        ops = (
-            [Put(r, v, self.indexer.model, p) for r, v, p in zip(records, *embedded, strict=True)]
-            if embedded
-            else [Put(r) for r in records]
-        )
+        vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
+        model = self.indexer.model if embedded else ""
+        ops = [
+            Put(r, v, model, p, if_absent=request.create)
+            for r, (v, p), request in zip(records, vector_sets, requests, strict=True)
+        ]
         if vectors:
             envelopes += [
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from engramdb.core.errors import ConflictError
 from engramdb.core.scope import Level, Scope, ScopeFilter
 
 
@@ -46,12 +47,17 @@ class Put:
     ``vector`` (float32 bytes of an embedding by ``model``) is stored beside the record in the
     same transaction; a replace without one drops the old vector, which no longer matches.
     ``parts`` are the vectors of the record's parts (its sentences), concatenated, if any.
+    With ``if_absent`` it is a create: if a record holds the key and has not expired by this
+    record's ``created_at``, the commit fails with ``ConflictError`` and writes nothing; one
+    that has expired is replaced as if new. Two processes creating one key at once cannot
+    both succeed.
     """
 
     record: Record
     vector: bytes | None = None
     model: str = ""
     parts: bytes | None = None
+    if_absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,3 +139,12 @@ class RecordQuery:
 def as_filter(scope: Scope | ScopeFilter) -> ScopeFilter:
     """A ``Scope`` as the filter that matches exactly its partition."""
     return scope if isinstance(scope, ScopeFilter) else ScopeFilter(scope)
+
+
+def key_taken(record: Record) -> ConflictError:
+    """The error of a ``Put(if_absent=True)`` whose key a live record holds."""
+    return ConflictError(
+        f"{record.namespace} {record.key!r} already exists",
+        namespace=record.namespace,
+        key=record.key,
+    )

@@ -32,6 +32,7 @@ from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     EVENT_SELECT,
     PARTITION,
+    create_record,
     event_where,
     record_select,
     record_select_list,
@@ -61,6 +62,7 @@ from engramdb.storage.records import (
     RecordQuery,
     Redact,
     RedactScope,
+    key_taken,
 )
 from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
 
@@ -98,12 +100,13 @@ async def _apply(
     deleted = hidden = redacted = 0
     for op in ops:
         if isinstance(op, Put):
+            write = create_record if op.if_absent else upsert_record
             cursor = await conn.execute(
-                upsert_record(op.record.namespace),
-                _written_row(op.record, op.vector, op.model, op.parts),
+                write(op.record.namespace), _written_row(op.record, op.vector, op.model, op.parts)
             )
             row = await cursor.fetchone()
-            assert row is not None
+            if row is None:
+                raise key_taken(op.record)
             stored.append(row_record(row))
         elif isinstance(op, Delete):
             cursor = await conn.execute(

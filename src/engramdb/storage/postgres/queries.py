@@ -82,6 +82,20 @@ def upsert_record(namespace: str) -> str:
     )
 
 
+def create_record(namespace: str) -> str:
+    """:func:`upsert_record` for ``Put(if_absent=True)``: returns no row while a live record
+    holds the key (an expired one is replaced as if new)."""
+    updates = ", ".join(f"{column} = excluded.{column}" for column in _UPDATED)
+    return (
+        f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
+        "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
+        f"{updates}, created_at = excluded.created_at, updated_at = NULL "
+        "WHERE r.expires_at IS NOT NULL AND r.expires_at <= excluded.created_at "
+        f"RETURNING {record_select_list()}"
+    )
+
+
 def scope_clauses(scope: ScopeFilter | None) -> tuple[list[str], list[Any]]:
     """Equality conditions on the scope columns a filter fixes."""
     if scope is None:

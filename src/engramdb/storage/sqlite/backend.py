@@ -22,10 +22,12 @@ from engramdb.storage.records import (
     RecordQuery,
     Redact,
     RedactScope,
+    key_taken,
 )
 from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
 from engramdb.storage.sqlite.event_store import SqliteEventStore, insert_events
 from engramdb.storage.sqlite.queries import (
+    CREATE_RECORD,
     EVENT_SELECT,
     INSERT_RECORD,
     RECORD_SELECT,
@@ -79,7 +81,11 @@ def _apply(
     purged = False
     for op in ops:
         if isinstance(op, Put):
-            record = row_record(conn.execute(UPSERT_RECORD, record_row(op.record)).fetchone())
+            sql = CREATE_RECORD if op.if_absent else UPSERT_RECORD
+            row = conn.execute(sql, record_row(op.record)).fetchone()
+            if row is None:
+                raise key_taken(op.record)
+            record = row_record(row)
             if op.vector is not None:
                 conn.execute(UPSERT_VECTOR, (record.id, op.model, op.vector, op.parts))
             else:

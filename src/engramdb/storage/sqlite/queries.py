@@ -36,6 +36,18 @@ UPSERT_RECORD = (
     "occurred_at = excluded.occurred_at, hidden_at = excluded.hidden_at "
     f"RETURNING {', '.join(RECORD_SELECTED)}"
 )
+#: ``Put(if_absent=True)``: returns no row while a live record holds the key.
+CREATE_RECORD = (
+    f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))}) "
+    "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
+    "value = excluded.value, content_type = excluded.content_type, "
+    "metadata = excluded.metadata, text = excluded.text, created_at = excluded.created_at, "
+    "updated_at = NULL, ttl_ms = excluded.ttl_ms, expires_at = excluded.expires_at, "
+    "occurred_at = excluded.occurred_at, hidden_at = excluded.hidden_at "
+    "WHERE records.expires_at IS NOT NULL AND records.expires_at <= excluded.created_at "
+    f"RETURNING {', '.join(RECORD_SELECTED)}"
+)
 INSERT_RECORD = (
     f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
