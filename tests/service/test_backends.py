@@ -3,9 +3,11 @@ same API calls on SQLite and on PostgreSQL (whose server the test suite requires
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,6 +26,7 @@ from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.sessions import Session
+from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
 from engramdb.storage.backend import EventQuery
@@ -146,6 +149,77 @@ async def test_two_instances_share_one_database(kind: str, tmp_path: Path) -> No
         assert replay.json() == answer.json()
         for client in clients:
             await client.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_one_idempotency_key_runs_once_across_instances(kind: str, tmp_path: Path) -> None:
+    target = str(tmp_path / "shared.db") if kind == "sqlite" else empty_database()
+    config = EngineConfig(embedder=None)
+    settings = ServiceSettings(idempotency_lease_s=1)
+    entered, release = asyncio.Event(), asyncio.Event()
+    calls = 0
+    write = EventSourcedProvider.write
+
+    async def held_write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The first request stays inside its handler until released; any other runs through.
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            entered.set()
+            await release.wait()
+        return await write(self, *args, **kwargs)
+
+    async with (
+        engramdb.open(target, config=config) as one,
+        engramdb.open(target, config=config) as two,
+    ):
+        one_http, two_http = (
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=create_app(settings, engine=engine)),
+                base_url="http://service",
+            )
+            for engine in (one, two)
+        )
+        headers = {"Idempotency-Key": "pay-1"}
+        body = {"key": "k", "value": 1}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(EventSourcedProvider, "write", held_write)
+            first = asyncio.create_task(
+                one_http.post("/v1/memory/entries", json=body, headers=headers)
+            )
+            await entered.wait()
+            retry = await two_http.post("/v1/memory/entries", json=body, headers=headers)
+            assert (retry.status_code, retry.json()["error"]) == (409, "conflict")
+            assert calls == 1
+            # The first instance "dies" holding the key: after the lease the key runs again.
+            await asyncio.sleep(1.2)
+            late = await two_http.post("/v1/memory/entries", json=body, headers=headers)
+            assert late.status_code == 201
+            assert "Idempotent-Replayed" not in late.headers
+            assert calls == 2
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+        replay = await two_http.post("/v1/memory/entries", json=body, headers=headers)
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        for http in (one_http, two_http):
+            await http.aclose()
+
+
+async def test_a_failed_request_lets_go_of_its_idempotency_key(any_engine: Engine) -> None:
+    app = create_app(ServiceSettings(), engine=any_engine)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://service"
+    ) as http:
+        headers = {"Idempotency-Key": "update-1"}
+        change = {"status": "done"}
+        missing = await http.put("/v1/memory/plans/p1", json=change, headers=headers)
+        assert missing.status_code == 404
+        created = await http.post("/v1/memory/plans", json={"plan_id": "p1", "goal_event": "g"})
+        assert created.status_code == 201
+        retried = await http.put("/v1/memory/plans/p1", json=change, headers=headers)
+        assert (retried.status_code, retried.json()["status"]) == (200, "done")
+        assert "Idempotent-Replayed" not in retried.headers
 
 
 async def _store_a_life(engine: Engine, user: str, fact: str) -> None:

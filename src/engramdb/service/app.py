@@ -60,7 +60,6 @@ def create_app(
     app.state.settings = chosen
     app.state.engine = engine
     app.state.known = set()
-    app.state.in_flight = set()
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router)

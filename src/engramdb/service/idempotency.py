@@ -4,9 +4,11 @@ request) replays the first answer, marked ``Idempotent-Replayed: true``.
 
 Answers are kept in the database (``StoredResponses``), so a retry that reaches another
 instance replays too. The same key with a different request is refused (422), and a retry
-that arrives while the first is still running gets 409 (within one instance; two instances
-racing on one key may both run it). Only successful answers are kept: a refused request
-wrote nothing and may be retried as it is.
+that arrives while the first is still running gets 409, whichever instance it reaches: the
+key is claimed in the database before the request runs. Only successful answers are kept:
+a refused request wrote nothing, lets go of its claim, and may be retried as it is. A claim
+lapses after ``idempotency_lease_s`` (an instance that died mid-request does not hold the
+key for ever).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from engramdb.core.errors import ConflictError, ValidationError
+from engramdb.core.events import new_id
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine
 from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC, StoredResponse, StoredResponses
@@ -81,9 +84,11 @@ class IdempotentRoute(APIRoute):
                 )
             principal = await authenticate(request)
             engine: Engine = request.app.state.engine
+            settings = request.app.state.settings
             store = StoredResponses(
                 engine.provider(IDEMPOTENCY_SPEC, Scope(tenant=principal.tenant)),
-                ttl_ms=request.app.state.settings.idempotency_ttl_s * 1000,
+                ttl_ms=settings.idempotency_ttl_s * 1000,
+                lease_ms=settings.idempotency_lease_s * 1000,
             )
             # Keys are per caller: the credentials' user and the scope the request acts in.
             acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]
@@ -91,39 +96,39 @@ class IdempotentRoute(APIRoute):
             fingerprint = _digest(
                 request.method, request.url.path, request.url.query, await request.body()
             )
-            in_flight: set[tuple[str, str]] = request.app.state.in_flight
-            if (principal.tenant, slot) in in_flight:
-                raise ConflictError("a request with this Idempotency-Key is in flight")
-            in_flight.add((principal.tenant, slot))
+            claim_id = new_id()
+            held = await store.claim(slot, fingerprint, claim_id)
+            if held is not None:
+                if held.fingerprint != fingerprint:
+                    raise ValidationError(
+                        "this Idempotency-Key was used for a different request", field=HEADER
+                    )
+                if held.pending:
+                    raise ConflictError("a request with this Idempotency-Key is in flight")
+                return Response(
+                    held.body,
+                    status_code=held.status,
+                    media_type=held.media_type,
+                    headers={**held.headers, REPLAYED: "true"},
+                )
             try:
-                stored = await store.find(slot)
-                if stored is not None:
-                    if stored.fingerprint != fingerprint:
-                        raise ValidationError(
-                            "this Idempotency-Key was used for a different request", field=HEADER
-                        )
-                    return Response(
-                        stored.body,
-                        status_code=stored.status,
-                        media_type=stored.media_type,
-                        headers={**stored.headers, REPLAYED: "true"},
-                    )
                 response = await handler(request)
-                if 200 <= response.status_code < 300:
-                    await store.save(
-                        slot,
-                        StoredResponse(
-                            fingerprint=fingerprint,
-                            status=response.status_code,
-                            body=bytes(response.body).decode(),
-                            media_type=response.media_type or "application/json",
-                            headers={
-                                h: response.headers[h] for h in _KEPT if h in response.headers
-                            },
-                        ),
-                    )
+            except BaseException:
+                await store.release(slot, claim_id)
+                raise
+            if not 200 <= response.status_code < 300:
+                await store.release(slot, claim_id)
                 return response
-            finally:
-                in_flight.discard((principal.tenant, slot))
+            await store.save(
+                slot,
+                StoredResponse(
+                    fingerprint=fingerprint,
+                    status=response.status_code,
+                    body=bytes(response.body).decode(),
+                    media_type=response.media_type or "application/json",
+                    headers={h: response.headers[h] for h in _KEPT if h in response.headers},
+                ),
+            )
+            return response
 
         return idempotent

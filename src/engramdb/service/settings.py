@@ -29,6 +29,8 @@ class ServiceSettings:
         max_body_bytes: larger request bodies are refused with 413.
         idempotency_ttl_s: how long an answer to a write with an ``Idempotency-Key`` is
             replayed.
+        idempotency_lease_s: how long a request holds its ``Idempotency-Key`` while it runs;
+            a retry within it gets 409, after it (the request's instance died) runs again.
     """
 
     auth: AuthMode = "local"
@@ -37,6 +39,7 @@ class ServiceSettings:
     local_tenant: str = LOCAL_TENANT
     max_body_bytes: int = 2 * 1024 * 1024
     idempotency_ttl_s: int = 24 * 3600
+    idempotency_lease_s: int = 5 * 60
 
     def __post_init__(self) -> None:
         if self.auth not in ("local", "production"):
@@ -46,3 +49,5 @@ class ServiceSettings:
             raise UsageError("the JWT secret must be at least 32 characters")
         if self.max_body_bytes < 1024:
             raise UsageError("max_body_bytes must be at least 1024")
+        if self.idempotency_ttl_s < 1 or self.idempotency_lease_s < 1:
+            raise UsageError("idempotency_ttl_s and idempotency_lease_s must be at least 1")
