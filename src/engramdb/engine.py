@@ -390,11 +390,12 @@ class Engine:
             yield {"kind": "event", **event.model_dump(mode="json")}
 
     async def sweep_expired(self) -> int:
-        """Remove expired persistent entries in every scope, each with ``memory.expired``."""
+        """Remove expired persistent entries in every scope and namespace (the graph's plain
+        entries included), each with ``memory.expired``."""
         count = 0
-        for spec in self.specs:
+        for namespace, _ in self.stored_namespaces:
             expired = await self.backend.scan(
-                RecordQuery(spec.namespace, None, expired_at=utc_now(), hidden=None)
+                RecordQuery(namespace, None, expired_at=utc_now(), hidden=None)
             )
             count += len(await expire_records(self.backend, expired, self.producer))
         self.indexer.forget_all()

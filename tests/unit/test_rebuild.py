@@ -128,3 +128,14 @@ async def test_rebuild_after_sweep_drops_expired_entries_for_good(engine: Engine
     await engine.rebuild()
     stats = await engine.stats()
     assert stats.records == 0
+
+
+async def test_sweep_removes_expired_plain_entries_of_the_graph(engine: Engine) -> None:
+    graph = engine.scope(tenant="acme", user="alice").graph
+    await graph.write("note", "call back", content_type="note", ttl_ms=1)
+    await graph.write("kept", "stays", content_type="note")
+    await asyncio.sleep(0.01)
+    assert await engine.sweep_expired() == 1
+    assert await graph.list_keys() == ["kept"]
+    await engine.rebuild()
+    assert await graph.list_keys() == ["kept"]
