@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from engramdb.client import MemoryClient
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
+from tests.helpers.ports import free_port
 
 JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 LIVE_TENANT = "acme"
@@ -79,13 +79,6 @@ class LiveServer:
     service: str  # writer key of the whole tenant
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def _issue_keys(db: Path) -> tuple[str, str, str, str]:
     async with engramdb.open(db, config=EngineConfig(embedder=None)) as engine:
         tenancy = engine.tenancy
@@ -104,7 +97,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     """``engram serve`` in production mode on a temporary SQLite file."""
     db = tmp_path_factory.mktemp("live") / "engram.db"
     keys = asyncio.run(_issue_keys(db))
-    port = _free_port()
+    port = free_port()
     log = (db.parent / "serve.log").open("wb")
     env = {**os.environ, "ENGRAM_JWT_SECRET": JWT_SECRET, "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen(

@@ -8,13 +8,12 @@ database target it opens the engine at start-up and closes it at shutdown.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
 
 import engramdb
+from engramdb.asgi import engine_lifespan
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service import errors
 from engramdb.service.limits import BodyLimit
@@ -36,20 +35,8 @@ def create_app(
 ) -> FastAPI:
     """The application serving ``engine``, or the database ``db`` (opened at start-up
     with ``config``)."""
-    if (engine is None) == (db is None):
-        raise ValueError("give exactly one of engine and db")
+    lifespan = engine_lifespan(engine, db, config, warm=True)
     chosen = settings or ServiceSettings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if engine is not None:
-            yield
-            return
-        assert db is not None
-        async with engramdb.open(db, config=config) as opened:
-            app.state.engine = opened
-            await opened.indexer.warm()  # load the embedding model before the first request
-            yield
 
     app = FastAPI(
         title="Engram memory service",
