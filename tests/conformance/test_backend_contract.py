@@ -334,3 +334,15 @@ async def test_of_concurrent_creates_of_one_key_one_wins(backend: Backend) -> No
     assert all(isinstance(r, ConflictError) for r in results if r not in won)
     assert await backend.events.count() == 1
     assert (await backend.get("ns", ALICE, "a")) == won[0].stored[0]
+
+
+async def test_redact_scope_leaves_the_kept_providers_alone(backend: Backend) -> None:
+    shared = MemoryWritten(key="s", value="x", value_type="str", provider_id="zz").to_envelope(
+        scope=ALICE
+    )
+    await backend.events.append([event("a"), shared])
+    result = await backend.commit([RedactScope(ALICE, ("tenant", "user"), ("zz", "yy"))], [])
+    assert result.redacted == 1
+    payloads = [e.payload for e in await backend.events.read()]
+    assert payloads[0] == {"key": "a", "provider_id": "ns", "redacted": 1}
+    assert payloads[1]["value"] == "x"

@@ -26,10 +26,12 @@ from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.sessions import Session
+from engramdb.orchestrator.tasks import TaskContext
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.service.app import create_app
-from engramdb.service.settings import ServiceSettings
+from engramdb.service.settings import LOCAL_TENANT, ServiceSettings
 from engramdb.storage.backend import EventQuery
+from engramdb.storage.records import RecordQuery
 from tests.postgres.database import empty_database
 
 
@@ -253,6 +255,12 @@ async def test_an_erased_user_leaves_nothing_but_tombstones(any_engine: Engine) 
     _, tenant_key = await tenancy.create_key("acme")
     await _store_a_life(any_engine, "alice", "Lisbon")
     await _store_a_life(any_engine, "bob", "Oslo")
+    # What alice gave the tenant outlives her; what she wrote and deleted there does not.
+    alice_memory = any_engine.scope(tenant="acme", user="alice")
+    await alice_memory.semantic.memorize(MemoryItem(text="The office wifi is fast"), public=True)
+    await alice_memory.tasks.create(TaskContext(task_id="kept", event_type="office.move"))
+    await alice_memory.tasks.create(TaskContext(task_id="gone", event_type="Lisbon.trip"))
+    await alice_memory.tasks.delete("gone")
     assert any("turn.traced" in found for found in await _mentions(any_engine, "Lisbon"))
 
     removed = await tenancy.delete_user("acme", "alice")
@@ -278,10 +286,13 @@ async def test_an_erased_user_leaves_nothing_but_tombstones(any_engine: Engine) 
     assert "Oslo" in {e.name for e, _ in await bob.graph.search_entities("Oslo")}
     # The log still tells that records went, and a rebuild from it brings none back.
     deleted = await any_engine.events.read(EventQuery(event_types=("memory.deleted",)))
-    assert len(deleted) == removed
+    assert len([e for e in deleted if e.payload.get("purged")]) == removed
     await any_engine.rebuild()
     assert await _mentions(any_engine, "Lisbon") == []
     assert len(await _mentions(any_engine, "Oslo")) > 0
+    public = await bob.semantic.remember("office wifi")
+    assert [m.text for m in public][:1] == ["The office wifi is fast"]
+    assert (await bob.tasks.get("kept")).event_type == "office.move"
     with pytest.raises(NotFoundError):
         await tenancy.delete_user("acme", "alice")
     with pytest.raises(InvalidScopeError):
@@ -295,3 +306,23 @@ async def test_a_deleted_tenant_takes_its_graphs_and_traces(any_engine: Engine) 
     assert await _mentions(any_engine, "Lisbon") == []
     alice = any_engine.scope(tenant="acme", user="alice")
     assert await alice.graph.search_entities("Lisbon") == []
+
+
+async def test_an_erased_user_takes_their_stored_answers(any_engine: Engine) -> None:
+    app = create_app(ServiceSettings(), engine=any_engine)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://service"
+    ) as http:
+        for user in ("alice", "bob"):
+            answer = await http.post(
+                "/v1/memory/entries",
+                json={"key": "home", "value": f"{user} lives in Lisbon"},
+                headers={"Idempotency-Key": "k1", "X-User-ID": user},
+            )
+            assert answer.status_code == 201
+    stored = RecordQuery("idempotency", None)
+    assert len(await any_engine.backend.scan(stored)) == 2
+    await any_engine.tenancy.delete_user(LOCAL_TENANT, "alice")
+    (left,) = await any_engine.backend.scan(stored)
+    assert left.metadata == {"user_id": "bob"}
+    assert "alice lives" not in "".join([str(item) async for item in any_engine.export()])

@@ -48,10 +48,14 @@ class StoredResponses:
         provider: EventSourcedProvider,
         ttl_ms: int = DEFAULT_TTL_MS,
         lease_ms: int = DEFAULT_LEASE_MS,
+        user_id: str | None = None,
     ) -> None:
+        """``user_id`` is the user whose requests these answers are (so that erasing the
+        user erases them)."""
         self.provider = provider
         self.ttl_ms = ttl_ms
         self.lease_ms = lease_ms
+        self.metadata = {"user_id": user_id} if user_id else {}
 
     async def find(self, slot: str) -> StoredResponse | None:
         """The answer stored under ``slot``, unless it has expired."""
@@ -62,7 +66,7 @@ class StoredResponses:
         """Store ``response`` under ``slot`` for ``ttl_ms``."""
         value: dict[str, Any] = response.model_dump(mode="json")
         await self.provider.write_many(
-            [WriteRequest(slot, value, "activity", {}, ttl_ms=self.ttl_ms)]
+            [WriteRequest(slot, value, "activity", self.metadata, ttl_ms=self.ttl_ms)]
         )
 
     async def claim(self, slot: str, fingerprint: str, claim_id: str) -> StoredResponse | None:
@@ -73,7 +77,12 @@ class StoredResponses:
             fingerprint=fingerprint, status=202, body="", pending=True, claim_id=claim_id
         )
         request = WriteRequest(
-            slot, claim.model_dump(mode="json"), "activity", ttl_ms=self.lease_ms, create=True
+            slot,
+            claim.model_dump(mode="json"),
+            "activity",
+            self.metadata,
+            ttl_ms=self.lease_ms,
+            create=True,
         )
         for _ in range(3):
             try:

@@ -45,7 +45,7 @@ from engramdb.orchestrator.resources import (
 )
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.projection import ProjectionSpec
-from engramdb.storage.backend import Backend
+from engramdb.storage.backend import Backend, EventQuery
 from engramdb.storage.records import Delete, Op, Record, RecordQuery, Redact, RedactScope
 
 TENANT_SPEC = resource_spec("tenants")
@@ -238,16 +238,45 @@ class Tenancy:
             raise NotFoundError(
                 f"no user {user_id!r} in tenant {tenant_id!r}", resource="user", id=user_id
             )
-        return await self._erase(doomed, theirs)
+        # The tenant's records outlive the user: their events keep their content unless the
+        # record goes too (then it is blanked by key below) or is gone already.
+        shared = tuple(ns for ns, levels in self._namespaces if "user" not in levels)
+        gone = await self._their_events_of_gone_records(theirs, shared)
+        return await self._erase(doomed, theirs, keep=shared, also=gone)
+
+    async def _their_events_of_gone_records(
+        self, theirs: ScopeFilter, namespaces: Sequence[str]
+    ) -> list[Op]:
+        """Blanking of the user's events about tenant-wide records that no longer exist (a
+        task context they created and deleted: its history still holds what they wrote)."""
+        tenant = Scope(tenant=theirs.scope.tenant)
+        ops: list[Op] = []
+        for namespace in namespaces:
+            events = await self.backend.events.read(EventQuery(scope=theirs, provider_id=namespace))
+            keys = {str(e.payload["key"]) for e in events if e.payload.get("key") is not None}
+            if not keys:
+                continue
+            live = await self.backend.scan(
+                RecordQuery(namespace, tenant, keys=tuple(sorted(keys)), hidden=None)
+            )
+            for key in sorted(keys - {r.key for r in live}):
+                ops.append(Redact(namespace, theirs.scope, theirs.levels, key))
+        return ops
 
     async def _erase(
-        self, doomed: Sequence[tuple[Record, tuple[Level, ...]]], scopes: ScopeFilter
+        self,
+        doomed: Sequence[tuple[Record, tuple[Level, ...]]],
+        scopes: ScopeFilter,
+        *,
+        keep: tuple[str, ...] = (),
+        also: Sequence[Op] = (),
     ) -> int:
         """Delete ``doomed`` records (each with its namespace's levels) and blank every
-        logged event of ``scopes``, and those about the records outside them, one
-        ``memory.deleted`` per record, in one transaction; then drop what is cached."""
+        logged event of ``scopes`` (but those of the ``keep`` namespaces), and those about
+        the records outside them, with the ``also`` ops and one ``memory.deleted`` per
+        record, in one transaction; then drop what is cached."""
         trace = TraceContext()
-        ops: list[Op] = [RedactScope(scopes.scope, scopes.levels)]
+        ops: list[Op] = [RedactScope(scopes.scope, scopes.levels, keep), *also]
         for r, levels in doomed:
             ops.append(Delete(r.namespace, r.scope, r.key))
             if not scopes.matches(r.scope):

@@ -89,6 +89,7 @@ class IdempotentRoute(APIRoute):
                 engine.provider(IDEMPOTENCY_SPEC, Scope(tenant=principal.tenant)),
                 ttl_ms=settings.idempotency_ttl_s * 1000,
                 lease_ms=settings.idempotency_lease_s * 1000,
+                user_id=principal.user or request.headers.get("x-user-id"),
             )
             # Keys are per caller: the credentials' user and the scope the request acts in.
             acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]

@@ -95,10 +95,13 @@ class Redact:
 class RedactScope:
     """Blank the content of every logged event whose scope matches ``scope`` on ``levels``,
     whatever it is about (a user's erasure reaches their traces too), to a tombstone that
-    keeps only the event's provider and key."""
+    keeps only the event's provider and key. Events of the providers in ``keep`` are left
+    alone: they may be the history of records that outlive the scope (a tenant's public
+    facts written by a user who is then erased)."""
 
     scope: Scope
     levels: tuple[Level, ...]
+    keep: tuple[str, ...] = ()
 
 
 Op = Put | Delete | Hide | Redact | RedactScope

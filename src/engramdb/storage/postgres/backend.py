@@ -128,7 +128,8 @@ async def _apply(
             redacted += cursor.rowcount
         elif isinstance(op, RedactScope):
             scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
-            cursor = await conn.execute(redact_scope_events(scope_sql), scope_params)
+            sql = redact_scope_events(scope_sql, len(op.keep))
+            cursor = await conn.execute(sql, [*scope_params, *op.keep])
             redacted += cursor.rowcount
     return CommitResult(
         events=await insert_events(conn, events),

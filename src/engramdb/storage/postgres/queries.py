@@ -197,12 +197,15 @@ def redact_events(namespace: str, scope_sql: list[str], key: str) -> tuple[str, 
     return f"UPDATE events SET payload = %s WHERE {where}", [tombstone, namespace, key]
 
 
-def redact_scope_events(scope_sql: list[str]) -> str:
-    """UPDATE blanking every not yet redacted event of some scopes (see ``RedactScope``)."""
-    where = " AND ".join([*scope_sql, "(payload ->> 'redacted') IS DISTINCT FROM '1'"])
+def redact_scope_events(scope_sql: list[str], keep: int) -> str:
+    """UPDATE blanking every not yet redacted event of some scopes but those of ``keep``
+    providers (their ids are the parameters after the scope's; see ``RedactScope``)."""
+    conditions = [*scope_sql, "(payload ->> 'redacted') IS DISTINCT FROM '1'"]
+    if keep:
+        conditions.append(f"provider_id NOT IN ({', '.join(['%s'] * keep)})")
     return (
         "UPDATE events SET payload = json_build_object('key', payload ->> 'key', "
-        f"'provider_id', provider_id, 'redacted', 1) WHERE {where}"
+        f"'provider_id', provider_id, 'redacted', 1) WHERE {' AND '.join(conditions)}"
     )
 
 

@@ -108,7 +108,8 @@ def _apply(
             purged = True
         elif isinstance(op, RedactScope):
             scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
-            redacted += conn.execute(redact_scope_events(scope_sql), scope_params).rowcount
+            sql = redact_scope_events(scope_sql, len(op.keep))
+            redacted += conn.execute(sql, [*scope_params, *op.keep]).rowcount
             purged = True
     if purged:
         # FTS5 only marks a deleted document's tokens as deleted until segments merge;
