@@ -210,9 +210,11 @@ class Tenancy:
     async def delete_user(self, tenant_id: str, user_id: str) -> int:
         """Erase a user (the right to be forgotten): every record stored under them (their
         agents', sessions' and plans' included), the tenant-wide records that name them as
-        their user (plans, sessions, API keys) and their registration, in one transaction,
-        blanking every event of theirs in the log to a tombstone; returns how many records
-        went. The tenant and its other users keep everything.
+        their user (plans, sessions, API keys, stored idempotent answers) and their
+        registration, in one transaction, blanking their events in the log to tombstones;
+        returns how many records went. What they gave the tenant (a public fact, a task
+        context naming no user) stays with its history; the tenant and its other users keep
+        everything.
 
         Raises:
             InvalidScopeError: ``tenant_id`` or ``user_id`` is not a valid scope id.
