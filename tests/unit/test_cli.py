@@ -174,3 +174,18 @@ def test_vectors_of_an_older_model_are_reported_and_reindexed(
     code, out, err = run(cli, "stats")
     assert "not the current model" not in out
     assert "warning" not in err
+
+
+def test_import_restores_an_export_into_an_empty_database(cli: CliRunner, tmp_path: Path) -> None:
+    run(cli, "add", "user.city", "Lisbon", "--type", "profile")
+    dump = tmp_path / "dump.jsonl"
+    assert run(cli, "export", "--out", str(dump))[0] == 0
+    other = str(tmp_path / "other.db")
+    code, out, _ = run(cli, "--db", other, "--json", "import", str(dump))
+    assert code == 0
+    report = json.loads(out)
+    assert report["records"] == report["records_expected"] == 1
+    assert "Lisbon" in run(cli, "--db", other, "get", "user.city")[1]
+    code, _, err = run(cli, "--db", other, "import", str(dump))
+    assert (code, "needs an empty database" in err) == (2, True)
+    assert "no export at" in run(cli, "--db", other, "import", str(tmp_path / "nope"))[2]

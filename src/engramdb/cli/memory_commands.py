@@ -4,6 +4,7 @@ capacity, assemble, trace, export."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +13,7 @@ import typer
 from rich.table import Table
 
 from engramdb.cli import render
-from engramdb.cli.app import JsonFlag, run
+from engramdb.cli.app import JsonFlag, progress_bar, run
 from engramdb.core.errors import UsageError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, ScopedMemory
@@ -232,6 +233,46 @@ def register(app: typer.Typer) -> None:
             else:
                 for found in traces:
                     render.out.print(trace_table(found))
+
+        run(ctx, work, as_json)
+
+    @app.command("import")
+    def import_(
+        ctx: typer.Context,
+        source: Annotated[Path, typer.Argument(help="An export (engram export --out FILE).")],
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Restore an export into this empty database: its events as they were, every
+        projection rebuilt from them, vectors computed again."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            if not source.is_file():
+                raise UsageError(f"no export at {source}")
+            lines = source.read_text(encoding="utf-8").splitlines()
+            with progress_bar(
+                "{task.description}", "{task.completed} {task.fields[unit]}", ctx
+            ) as bar:
+                tasks = {
+                    phase: bar.add_task(phase, total=None, unit=unit)
+                    for phase, unit in (
+                        ("append", "events"),
+                        ("rebuild", "events"),
+                        ("embed", "memories"),
+                    )
+                }
+                report = await engine.restore(
+                    lines, progress=lambda phase, n: bar.advance(tasks[phase], n)
+                )
+            if ctx.obj.as_json:
+                render.emit_json(asdict(report))
+                return
+            render.out.print(
+                f"restored {report.events} events: {report.records} records "
+                f"(the export listed {report.records_expected}), {report.vectors} vectors, "
+                f"in {report.seconds:.1f}s"
+            )
+            if report.records != report.records_expected:
+                render.err.print("[yellow]warning: the record counts differ[/yellow]")
 
         run(ctx, work, as_json)
 
