@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -60,7 +60,7 @@ from engramdb.providers.graph import (
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
-from engramdb.restore import append_export, read_export
+from engramdb.restore import append_export, count_records
 from engramdb.storage.backend import Backend, BackendStats, EventStore
 from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
@@ -403,30 +403,32 @@ class Engine:
             yield {"kind": "event", **event.model_dump(mode="json")}
 
     async def restore(
-        self, lines: Iterable[str], progress: Callable[[str, int], None] | None = None
+        self, source: str | Path, progress: Callable[[str, int], None] | None = None
     ) -> RestoreReport:
-        """Load an export (:meth:`export` as JSON lines) into this empty database: its events
-        appended as they were, every projection rebuilt from them, vectors computed with
-        this engine's model. ``progress`` is told ``(phase, amount)`` as events are appended
-        (``"append"``), replayed (``"rebuild"``) and memories embedded (``"embed"``).
+        """Load the export at ``source`` (:meth:`export` as JSON lines) into this empty
+        database: its events appended as they were, every projection rebuilt from them,
+        vectors computed with this engine's model. ``progress`` is told ``(phase, amount)``
+        as events are appended (``"append"``), replayed (``"rebuild"``) and memories
+        embedded (``"embed"``).
 
         Raises:
+            UsageError: there is no such file, or this database already holds memories.
             ValidationError: a line of the export is malformed (nothing was appended).
-            UsageError: this database already holds memories.
         """
         started = time.perf_counter()
 
         def told(phase: str) -> Callable[[int], None] | None:
             return None if progress is None else lambda amount: progress(phase, amount)
 
-        rows = read_export(lines)
-        appended = await append_export(self.events, rows, told("append"))
+        path = Path(source)
+        expected = count_records(path)  # every line checked before anything is written
+        appended = await append_export(self.events, path, told("append"))
         await self.rebuild(told("rebuild"))
         embedded = told("embed")
         vectors = await self.reindex(embedded, stale_only=True) if self.indexer.embedder else 0
         stored = (await self.stats()).records
         seconds = time.perf_counter() - started
-        return RestoreReport(appended, rows.records, stored, vectors, seconds)
+        return RestoreReport(appended, expected, stored, vectors, seconds)
 
     async def sweep_expired(self) -> int:
         """Remove expired persistent entries in every scope and namespace (the graph's plain

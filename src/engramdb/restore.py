@@ -5,13 +5,18 @@ scopes, payloads, in order) and rebuilds every projection from them; the records
 export are only counted, to check the result. Vectors are not exported: the engine's model
 computes them again. Provider registrations the new database already holds (the built-in
 providers register themselves when a database is created) are not appended twice.
+
+The file is read twice, a line at a time: once to check every line before anything is
+written, once to append, so an export of any size restores in bounded memory. Events go in
+by batches, each its own transaction: should the database fail part-way, the batches before
+stay, and the restore is started again on an empty database.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from engramdb.core.errors import UsageError, ValidationError
 from engramdb.core.events import EventEnvelope
@@ -22,60 +27,54 @@ BATCH = 1000
 REGISTERED = "memory.provider.registered"
 
 
-@dataclass(frozen=True)
-class ExportRows:
-    """What an export holds: its events in log order, and how many records it listed."""
-
-    events: list[EventEnvelope]
-    records: int
-
-
-def read_export(lines: Iterable[str]) -> ExportRows:
-    """The events and the record count of an export's JSON lines.
+def export_rows(source: Path) -> Iterator[tuple[str, EventEnvelope | None]]:
+    """Each row of the export at ``source``: ``("record", None)`` or ``("event", event)``.
 
     Raises:
+        UsageError: there is no such file.
         ValidationError: a line is not JSON, not a record or event row, or not a valid
             event (the message names the line).
     """
-    events: list[EventEnvelope] = []
-    records = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"line {number} is not JSON: {exc.msg}", line=number) from exc
-        kind = row.get("kind") if isinstance(row, dict) else None
-        if kind == "record":
-            records += 1
-        elif kind == "event":
-            fields = {
-                name: value for name, value in row.items() if name not in ("kind", "position")
-            }
-            try:
-                events.append(EventEnvelope.model_validate(fields))
-            except ValidationError as exc:
-                raise ValidationError(
-                    f"line {number} is not a valid event: {exc.message}", line=number
-                ) from exc
-        else:
-            raise ValidationError(
-                f"line {number} is neither a record nor an event of an export", line=number
-            )
-    return ExportRows(events, records)
+    if not source.is_file():
+        raise UsageError(f"no export at {source}")
+    with source.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                yield _row(number, line)
 
 
-def _batches(events: list[EventEnvelope]) -> Iterator[list[EventEnvelope]]:
-    for start in range(0, len(events), BATCH):
-        yield events[start : start + BATCH]
+def _row(number: int, line: str) -> tuple[str, EventEnvelope | None]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"line {number} is not JSON: {exc.msg}", line=number) from exc
+    kind = row.get("kind") if isinstance(row, dict) else None
+    if kind == "record":
+        return "record", None
+    if kind != "event":
+        raise ValidationError(
+            f"line {number} is neither a record nor an event of an export", line=number
+        )
+    fields = {k: v for k, v in row.items() if k not in ("kind", "position")}
+    try:
+        return "event", EventEnvelope.model_validate(fields)
+    except ValidationError as exc:
+        raise ValidationError(
+            f"line {number} is not a valid event: {exc.message}", line=number
+        ) from exc
+
+
+def count_records(source: Path) -> int:
+    """How many records the export lists, every line checked on the way (see
+    :func:`export_rows`)."""
+    return sum(1 for kind, _ in export_rows(source) if kind == "record")
 
 
 async def append_export(
-    log: EventStore, rows: ExportRows, progress: Callable[[int], None] | None = None
+    log: EventStore, source: Path, progress: Callable[[int], None] | None = None
 ) -> int:
-    """Append the export's events to the log of an empty database, a batch per transaction;
-    returns how many.
+    """Append the events of the export at ``source`` to the log of an empty database, a
+    batch per transaction; returns how many.
 
     Raises:
         UsageError: the database already holds events other than provider registrations.
@@ -84,16 +83,28 @@ async def append_export(
     if await log.count() != len(held):
         raise UsageError("a restore needs an empty database: this one already holds memories")
     registered = {json.dumps(e.payload, sort_keys=True) for e in held}
-    fresh = [
-        event
-        for event in rows.events
-        if event.event_type != REGISTERED
-        or json.dumps(event.payload, sort_keys=True) not in registered
-    ]
     appended = 0
-    for batch in _batches(fresh):
-        await log.append(batch)
-        appended += len(batch)
-        if progress is not None:
-            progress(len(batch))
+    batch: list[EventEnvelope] = []
+    for _, event in export_rows(source):
+        if event is None:
+            continue
+        if event.event_type == REGISTERED and json.dumps(event.payload, sort_keys=True) in (
+            registered
+        ):
+            continue
+        batch.append(event)
+        if len(batch) == BATCH:
+            appended += await _append(log, batch, progress)
+            batch = []
+    if batch:
+        appended += await _append(log, batch, progress)
     return appended
+
+
+async def _append(
+    log: EventStore, batch: list[EventEnvelope], progress: Callable[[int], None] | None
+) -> int:
+    await log.append(batch)
+    if progress is not None:
+        progress(len(batch))
+    return len(batch)

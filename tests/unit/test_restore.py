@@ -19,6 +19,11 @@ from engramdb.orchestrator.plans import Plan
 from tests.postgres.database import empty_database
 
 
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
 def target(kind: str, tmp_path: Path, name: str) -> str:
     return str(tmp_path / f"{name}.db") if kind == "sqlite" else empty_database()
 
@@ -59,8 +64,9 @@ async def test_a_restored_export_holds_what_the_original_did(
         lines = [json.dumps(row) async for row in original.export()]
         records, events = await rows(original)
         vectors = await original.vector_counts()
+    dump = write(tmp_path / "dump.jsonl", lines)
     async with engramdb.open(target(kind, tmp_path, "restored"), config=config) as restored:
-        report = await restored.restore(lines)
+        report = await restored.restore(dump)
         assert report.records == report.records_expected == len(records)
         again, restored_events = await rows(restored)
         assert again == records
@@ -81,11 +87,13 @@ async def test_a_restored_export_holds_what_the_original_did(
 
 async def test_a_restore_needs_an_empty_database(engine: Engine, tmp_path: Path) -> None:
     await fill(engine)
-    lines = [json.dumps(row) async for row in engine.export()]
+    dump = write(tmp_path / "dump.jsonl", [json.dumps(row) async for row in engine.export()])
     before = await engine.events.count()
     with pytest.raises(UsageError, match="empty database"):
-        await engine.restore(lines)
+        await engine.restore(dump)
     assert await engine.events.count() == before
+    with pytest.raises(UsageError, match="no export at"):
+        await engine.restore(tmp_path / "nope.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -103,5 +111,5 @@ async def test_a_malformed_export_appends_nothing(tmp_path: Path, line: str, mes
     async with engramdb.open(tmp_path / "b.db", config=EngineConfig(embedder=None)) as empty:
         before = await empty.events.count()
         with pytest.raises(ValidationError, match=message):
-            await empty.restore([good[0], line, *good[1:]])
+            await empty.restore(write(tmp_path / "bad.jsonl", [good[0], line, *good[1:]]))
         assert await empty.events.count() == before

@@ -246,9 +246,6 @@ def register(app: typer.Typer) -> None:
         projection rebuilt from them, vectors computed again."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            if not source.is_file():
-                raise UsageError(f"no export at {source}")
-            lines = source.read_text(encoding="utf-8").splitlines()
             with progress_bar(
                 "{task.description}", "{task.completed} {task.fields[unit]}", ctx
             ) as bar:
@@ -261,7 +258,7 @@ def register(app: typer.Typer) -> None:
                     )
                 }
                 report = await engine.restore(
-                    lines, progress=lambda phase, n: bar.advance(tasks[phase], n)
+                    source, progress=lambda phase, n: bar.advance(tasks[phase], n)
                 )
             if ctx.obj.as_json:
                 render.emit_json(asdict(report))
