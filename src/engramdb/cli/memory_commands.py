@@ -4,6 +4,8 @@ capacity, assemble, trace, export."""
 from __future__ import annotations
 
 import json
+import sys
+from contextlib import nullcontext
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -283,13 +285,17 @@ def register(app: typer.Typer) -> None:
         """Every record and event, as JSON lines."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> int:
-            lines = [json.dumps(row, ensure_ascii=False) async for row in engine.export()]
-            text = "\n".join(lines) + ("\n" if lines else "")
-            if out is None:
-                print(text, end="")
-            else:
-                out.write_text(text)
-            return len(lines)
+            # A line at a time: an export may be larger than memory.
+            with (
+                out.open("w", encoding="utf-8")
+                if out is not None
+                else nullcontext(sys.stdout) as sink
+            ):
+                count = 0
+                async for row in engine.export():
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    count += 1
+            return count
 
         count = run(ctx, work)
         if out is not None:
