@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime
 
 from engramdb.core.events import EventEnvelope
@@ -38,7 +39,7 @@ from engramdb.providers.graph.store import (
     relation_from_record,
 )
 from engramdb.storage.backend import EventQuery
-from engramdb.storage.records import RecordQuery
+from engramdb.storage.records import Record, RecordQuery
 
 #: How many of the newest events the overview reads to find the active scopes.
 RECENT_EVENTS = 5000
@@ -52,16 +53,18 @@ def _when(moment: datetime | None) -> str:
     return "" if moment is None else esc(moment.strftime("%Y-%m-%d %H:%M:%S"))
 
 
-def _shown(value: object) -> str:
+def _shown(value: object, names: Mapping[str, str] | None = None) -> str:
     """What a stored value says, for people: its text, an entity's name, a relation's
-    triple, else its JSON."""
+    triple (by the entities' ``names`` where known), else its JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
         if isinstance(value.get("text"), str):
             return str(value["text"])
         if "relation_type" in value:
-            return f"{value.get('source_id')} → {value['relation_type']} → {value.get('target_id')}"
+            ends = [str(value.get(end)) for end in ("source_id", "target_id")]
+            source, target = ((names or {}).get(end, end) for end in ends)
+            return f"{source} → {value['relation_type']} → {target}"
         if "entity_type" in value and "name" in value:
             return f"{value['name']} ({value['entity_type']})"
     return json.dumps(value, ensure_ascii=False, default=str)
@@ -164,12 +167,15 @@ async def _records(engine: Engine, scope: Scope) -> str:
             )
         )
         where = "" if partition == scope else " (from " + scope_link(partition) + ")"
+        names = (
+            await _entity_names(engine, partition, shown) if namespace == RELATION_NAMESPACE else {}
+        )
         rows = [
             [
                 esc(r.key),
                 f"<span class=chip>{esc(r.content_type)}</span>",
                 _when(r.created_at),
-                excerpt(_shown(r.value)),
+                excerpt(_shown(r.value, names)),
             ]
             for r in shown
         ]
@@ -179,6 +185,22 @@ async def _records(engine: Engine, scope: Scope) -> str:
             + "</section>"
         )
     return "".join(cards) or section("Memories", "<p class=muted>nothing stored here</p>")
+
+
+async def _entity_names(
+    engine: Engine, partition: Scope, relations: list[Record]
+) -> dict[str, str]:
+    """The names of the entities at either end of ``relations``."""
+    ids = {
+        str(r.value.get(end))
+        for r in relations
+        if isinstance(r.value, dict)
+        for end in ("source_id", "target_id")
+    }
+    entities = await engine.backend.scan(
+        RecordQuery(ENTITY_NAMESPACE, partition, keys=tuple(sorted(ids)))
+    )
+    return {r.key: str(r.value["name"]) for r in entities if is_entity_value(r.value)}
 
 
 async def _graph(engine: Engine, scope: Scope) -> str:
