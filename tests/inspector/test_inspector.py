@@ -18,13 +18,25 @@ import pytest
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.inspector import create_inspector
 from engramdb.inspector.graph_svg import graph_svg
 from engramdb.inspector.html import score_bars
 from engramdb.providers.graph import GraphEntity, GraphRelation
 from tests.helpers.ports import free_port
+from tests.postgres.database import empty_database
 
 HOSTILE = "<script>alert('x')</script>"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def engine(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
+) -> AsyncIterator[Engine]:
+    """The inspected engine, on each storage backend."""
+    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -121,11 +133,16 @@ async def test_bad_input_is_refused(inspector: httpx.AsyncClient, params: dict[s
 
 
 async def test_looking_changes_nothing(inspector: httpx.AsyncClient, engine: Engine) -> None:
-    before = (await engine.stats(), await engine.events.count())
+    async def contents() -> tuple[dict[str, int], list[str]]:
+        # The file or database size is left out: PostgreSQL's moves on its own.
+        events = await engine.events.read()
+        return (await engine.stats()).records_by_namespace, [e.model_dump_json() for e in events]
+
+    before = await contents()
     await inspector.get("/")
     await inspector.get("/scope", params={"tenant": "acme", "user": "alice", "q": "Lisbon"})
     await inspector.get("/events")
-    assert (await engine.stats(), await engine.events.count()) == before
+    assert await contents() == before
 
 
 def test_graph_picture_places_every_entity_and_known_relation() -> None:
