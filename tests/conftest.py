@@ -77,3 +77,16 @@ async def engine(db_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[Engin
     """An engine on a fresh SQLite file, with the default embedder."""
     async with engramdb.open(db_path, config=EngineConfig(embedder=embedder)) as opened:
         yield opened
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def any_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
+) -> AsyncIterator[Engine]:
+    """An engine on each storage backend (a fresh SQLite file, an empty PostgreSQL
+    database), with the default embedder."""
+    from tests.postgres.database import empty_database
+
+    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as opened:
+        yield opened

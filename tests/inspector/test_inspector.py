@@ -18,30 +18,18 @@ import pytest
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
-from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.inspector import create_inspector
 from engramdb.inspector.graph_svg import graph_svg
 from engramdb.inspector.html import score_bars
 from engramdb.providers.graph import GraphEntity, GraphRelation
 from tests.helpers.ports import free_port
-from tests.postgres.database import empty_database
 
 HOSTILE = "<script>alert('x')</script>"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def engine(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
-) -> AsyncIterator[Engine]:
-    """The inspected engine, on each storage backend."""
-    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
-    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as opened:
-        yield opened
-
-
 @pytest.fixture
-async def inspector(engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
-    alice = engine.scope(tenant="acme", user="alice")
+async def inspector(any_engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
+    alice = any_engine.scope(tenant="acme", user="alice")
     for text in ("I moved to Lisbon last spring", "My sister Ana lives in Porto", HOSTILE):
         await alice.episodic.memorize(MemoryItem(text=text))
     await alice.semantic.memorize(MemoryItem(text="Alice prefers window seats"))
@@ -49,8 +37,8 @@ async def inspector(engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
         "Alice lives in Lisbon. Alice works for Acme.", occurred_at=datetime(2020, 1, 1, tzinfo=UTC)
     )
     await alice.assemble("Where does Alice live?")
-    await engine.scope(tenant="globex", user="bob").episodic.memorize(MemoryItem(text="Oslo"))
-    app = create_inspector(engine=engine)
+    await any_engine.scope(tenant="globex", user="bob").episodic.memorize(MemoryItem(text="Oslo"))
+    app = create_inspector(engine=any_engine)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://inspector"
     ) as client:
@@ -62,11 +50,11 @@ def text_of(html: str) -> str:
 
 
 async def test_overview_counts_and_lists_the_active_scopes(
-    inspector: httpx.AsyncClient, engine: Engine
+    inspector: httpx.AsyncClient, any_engine: Engine
 ) -> None:
     page = await inspector.get("/")
     assert page.status_code == 200
-    stats = await engine.stats()
+    stats = await any_engine.stats()
     assert f"{stats.records} records" in page.text
     assert f"{stats.events} events" in page.text
     assert "/scope?tenant=acme&amp;user=alice" in page.text
@@ -113,8 +101,8 @@ async def test_user_text_is_escaped_everywhere(inspector: httpx.AsyncClient) -> 
     assert "&lt;script&gt;" in page.text
 
 
-async def test_the_event_log_pages(inspector: httpx.AsyncClient, engine: Engine) -> None:
-    total = await engine.events.count()
+async def test_the_event_log_pages(inspector: httpx.AsyncClient, any_engine: Engine) -> None:
+    total = await any_engine.events.count()
     first = await inspector.get("/events")
     assert "<tr><td class=num>1</td>" not in first.text  # positions are plain cells
     assert "<tr><td>1</td>" in first.text
@@ -132,11 +120,13 @@ async def test_bad_input_is_refused(inspector: httpx.AsyncClient, params: dict[s
     assert (await inspector.get(path, params=params)).status_code == 422
 
 
-async def test_looking_changes_nothing(inspector: httpx.AsyncClient, engine: Engine) -> None:
+async def test_looking_changes_nothing(inspector: httpx.AsyncClient, any_engine: Engine) -> None:
     async def contents() -> tuple[dict[str, int], list[str]]:
         # The file or database size is left out: PostgreSQL's moves on its own.
-        events = await engine.events.read()
-        return (await engine.stats()).records_by_namespace, [e.model_dump_json() for e in events]
+        events = await any_engine.events.read()
+        return (await any_engine.stats()).records_by_namespace, [
+            e.model_dump_json() for e in events
+        ]
 
     before = await contents()
     await inspector.get("/")

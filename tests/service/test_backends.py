@@ -4,7 +4,6 @@ same API calls on SQLite and on PostgreSQL (whose server the test suite requires
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from engramdb.core.errors import (
 )
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
-from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.sessions import Session
 from engramdb.orchestrator.tasks import TaskContext
@@ -33,15 +31,6 @@ from engramdb.service.settings import LOCAL_TENANT, ServiceSettings
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
 from tests.postgres.database import empty_database
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def any_engine(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: MiniLMEmbedder
-) -> AsyncIterator[Engine]:
-    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
-    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
-        yield engine
 
 
 async def test_the_api_on_every_backend(any_engine: Engine) -> None:
