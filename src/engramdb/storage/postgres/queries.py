@@ -70,29 +70,30 @@ def record_select_list(alias: str = "r") -> str:
     return ", ".join(f"{alias}.{column}" for column in RECORD_SELECTED)
 
 
-def upsert_record(namespace: str) -> str:
+def _on_key(namespace: str, then: str) -> str:
     """INSERT … ON CONFLICT of one record into ``namespace``'s table (``WRITTEN_COLUMNS``
-    order), returning it as stored; a replace keeps ``created_at``."""
+    order) that replaces the stored one's fields and does ``then`` too, returning it."""
     updates = ", ".join(f"{column} = excluded.{column}" for column in _UPDATED)
     return (
         f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
         f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
         "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
-        f"{updates}, updated_at = excluded.created_at RETURNING {record_select_list()}"
+        f"{updates}, {then} RETURNING {record_select_list()}"
     )
+
+
+def upsert_record(namespace: str) -> str:
+    """A write of one record, returning it as stored; a replace keeps ``created_at``."""
+    return _on_key(namespace, "updated_at = excluded.created_at")
 
 
 def create_record(namespace: str) -> str:
     """:func:`upsert_record` for ``Put(if_absent=True)``: returns no row while a live record
     holds the key (an expired one is replaced as if new)."""
-    updates = ", ".join(f"{column} = excluded.{column}" for column in _UPDATED)
-    return (
-        f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
-        f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
-        "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
-        f"{updates}, created_at = excluded.created_at, updated_at = NULL "
-        "WHERE r.expires_at IS NOT NULL AND r.expires_at <= excluded.created_at "
-        f"RETURNING {record_select_list()}"
+    return _on_key(
+        namespace,
+        "created_at = excluded.created_at, updated_at = NULL "
+        "WHERE r.expires_at IS NOT NULL AND r.expires_at <= excluded.created_at",
     )
 
 

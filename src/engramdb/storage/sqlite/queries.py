@@ -26,27 +26,26 @@ LEVEL_COLUMNS: dict[Level, str] = {
     "plan": "plan",
 }
 RECORD_SELECT = f"SELECT {', '.join(RECORD_SELECTED)} FROM records"
-UPSERT_RECORD = (
-    f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))}) "
-    "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
+_REPLACED = (
     "value = excluded.value, content_type = excluded.content_type, "
-    "metadata = excluded.metadata, text = excluded.text, updated_at = excluded.created_at, "
-    "ttl_ms = excluded.ttl_ms, expires_at = excluded.expires_at, "
-    "occurred_at = excluded.occurred_at, hidden_at = excluded.hidden_at "
-    f"RETURNING {', '.join(RECORD_SELECTED)}"
+    "metadata = excluded.metadata, text = excluded.text, ttl_ms = excluded.ttl_ms, "
+    "expires_at = excluded.expires_at, occurred_at = excluded.occurred_at, "
+    "hidden_at = excluded.hidden_at"
 )
-#: ``Put(if_absent=True)``: returns no row while a live record holds the key.
-CREATE_RECORD = (
+_ON_KEY = (
     f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))}) "
-    "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
-    "value = excluded.value, content_type = excluded.content_type, "
-    "metadata = excluded.metadata, text = excluded.text, created_at = excluded.created_at, "
-    "updated_at = NULL, ttl_ms = excluded.ttl_ms, expires_at = excluded.expires_at, "
-    "occurred_at = excluded.occurred_at, hidden_at = excluded.hidden_at "
-    "WHERE records.expires_at IS NOT NULL AND records.expires_at <= excluded.created_at "
-    f"RETURNING {', '.join(RECORD_SELECTED)}"
+    f"ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET {_REPLACED}"
+)
+_RETURNING = f" RETURNING {', '.join(RECORD_SELECTED)}"
+#: A write of one record: a replace keeps ``created_at``.
+UPSERT_RECORD = f"{_ON_KEY}, updated_at = excluded.created_at{_RETURNING}"
+#: ``Put(if_absent=True)``: returns no row while a live record holds the key (an expired one
+#: is replaced as if new).
+CREATE_RECORD = (
+    f"{_ON_KEY}, created_at = excluded.created_at, updated_at = NULL "
+    "WHERE records.expires_at IS NOT NULL AND records.expires_at <= excluded.created_at"
+    f"{_RETURNING}"
 )
 INSERT_RECORD = (
     f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
