@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from urllib.parse import urlencode
 
-from engramdb.core.scope import LEVELS, Scope
+from engramdb.core.scope import Scope
 
 #: Colours of the score parts a hit carries (``score_breakdown``).
 PART_COLOURS = {
@@ -81,18 +81,21 @@ def table(
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def set_levels(scope: Scope) -> dict[str, str]:
+    """The levels ``scope`` sets, tenant first."""
+    return {level: str(value) for level, value in scope.model_dump(exclude_none=True).items()}
+
+
 def scope_query(scope: Scope, **extra: str) -> str:
     """The query string that names ``scope`` (and ``extra`` parameters)."""
-    levels = dict(zip(LEVELS, scope.columns(), strict=True))
-    params: dict[str, str] = {level: value for level, value in levels.items() if value}
+    params = set_levels(scope)
     params.update((name, value) for name, value in extra.items() if value)
     return urlencode(params)
 
 
 def scope_link(scope: Scope) -> str:
     """A link to the scope's page, labelled by its levels."""
-    levels = dict(zip(LEVELS, scope.columns(), strict=True))
-    label = " / ".join(f"{level} {value}" for level, value in levels.items() if value)
+    label = " / ".join(f"{level} {value}" for level, value in set_levels(scope).items())
     return f"<a href='/scope?{esc(scope_query(scope))}'>{esc(label)}</a>"
 
 

@@ -27,6 +27,7 @@ from engramdb.inspector.html import (
     scope_query,
     score_bars,
     section,
+    set_levels,
     table,
 )
 from engramdb.orchestrator.trace import last_traces
@@ -138,7 +139,7 @@ def _hits_table(hits: list[MemoryItem]) -> str:
 
 
 async def _recall(engine: Engine, scope: Scope, query: str) -> str:
-    memory = engine.scope(**dict(zip(LEVELS, scope.columns(), strict=True)))
+    memory = engine.scope(**set_levels(scope))
     found = [
         section(f"Recall: {name}", _hits_table(await kind.remember(query, limit=10)))
         for name, kind in (
@@ -257,8 +258,7 @@ async def scope_page(engine: Engine, scope: Scope, query: str) -> str:
         "<form action='/scope'>"
         + "".join(
             f"<input type=hidden name={level} value='{esc(value)}'>"
-            for level, value in zip(LEVELS, scope.columns(), strict=True)
-            if value
+            for level, value in set_levels(scope).items()
         )
         + f"<input name=q size=60 placeholder='recall…' value='{esc(query)}'>"
         "<button>recall</button></form>"
