@@ -29,8 +29,7 @@ def engine_lifespan(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.engine = engine
-        if db is None:
+        if db is None:  # the application was made with the engine in its state
             yield
             return
         async with engramdb.open(db, config=config) as opened:
