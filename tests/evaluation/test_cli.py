@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engramdb.cli.app import app
-from engramdb.cli.eval_command import parse_ks
-from engramdb.core.errors import ValidationError
+from engramdb.cli.eval_command import parse_ks, parse_search_settings
+from engramdb.core.errors import UsageError, ValidationError
 from tests.helpers.openai_server import Seen
 from tests.helpers.rerank_server import rerank_server
 
@@ -62,6 +62,15 @@ def test_a_file_without_questions_is_a_usage_error(cli: CliRunner, tmp_path: Pat
     result = cli.invoke(app, ["eval", str(only_abstention)])
     assert result.exit_code == 2
     assert "holds no question to evaluate" in result.stderr
+
+
+def test_parse_search_settings_reads_each_field_as_its_type() -> None:
+    parsed = parse_search_settings(["strip_time=false", "part_vectors=1", "time_boost=0.2"])
+    assert parsed == {"strip_time": False, "part_vectors": True, "time_boost": 0.2}
+    assert parse_search_settings(["candidates=200"]) == {"candidates": 200}
+    for bad in ("strip_time=maybe", "candidates=many", "nope=1", "mode=bm25"):
+        with pytest.raises(UsageError):
+            parse_search_settings([bad])
 
 
 def test_parse_ks() -> None:

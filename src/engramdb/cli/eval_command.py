@@ -285,6 +285,14 @@ async def _run(
                 await reranker.aclose()
 
 
+def _flag(raw: str) -> bool:
+    # bool("false") is True: the words are read, not the string's emptiness.
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if raw.lower() not in words:
+        raise ValueError(raw)
+    return words[raw.lower()]
+
+
 def parse_search_settings(pairs: list[str]) -> dict[str, Any]:
     """``field=value`` pairs as ``SearchConfig`` fields, each value of the field's type."""
     fields = {f.name: f for f in dataclasses.fields(SearchConfig)}
@@ -296,7 +304,7 @@ def parse_search_settings(pairs: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set takes field=value with a field of: {known}; got {pair!r}")
         kind = type(getattr(SearchConfig(), name))
         try:
-            settings[name] = kind(raw)
+            settings[name] = _flag(raw) if kind is bool else kind(raw)
         except ValueError as exc:
             raise UsageError(f"--set {name} needs a {kind.__name__}, got {raw!r}") from exc
     try:
