@@ -302,11 +302,12 @@ async def ingest(
     haystacks: Sequence[Haystack],
     target: MemoryTarget,
     settings: EvalSettings,
-    progress: ProgressSink,
+    progress: ProgressSink | None = None,
 ) -> IngestStats:
     """Memorize every session of every haystack, one call per session."""
     total_turns = sum(haystack.turn_count for haystack in haystacks)
     phase = f"ingest {settings.mode}"
+    progress = progress or _NoProgress()
     progress.begin(phase, total_turns)
     sessions = items = 0
     started = time.perf_counter()
