@@ -345,7 +345,8 @@ async def main(args: argparse.Namespace) -> None:
     variants |= {f"mmr λ={w}": mmr(w) for w in (0.05, 0.1, 0.2)}
     variants |= {f"session penalty δ={s}": session_penalty(s) for s in (0.005, 0.01, 0.02, 0.04)}
     variants["learned (5-fold)"] = learned(asked)
-    variants |= {f"opening turn β={b}": opening_turn(b) for b in (0.02, 0.04, 0.06, 0.08, 0.1, 0.15)}
+    bonuses = (0.02, 0.04, 0.06, 0.08, 0.1, 0.15)
+    variants |= {f"opening turn β={b}": opening_turn(b) for b in bonuses}
     if args.use:
         blend = with_use(asked)
         variants |= {f"+ {w} × USE": blend(w) for w in (0.1, 0.2, 0.3, 0.5, 1.0)}
