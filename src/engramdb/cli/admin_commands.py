@@ -1,5 +1,5 @@
-"""``engram admin``: tenants, users and API keys of a served database, and development
-JWTs."""
+"""``engram admin``: the schema, tenants, users and API keys of a served database, and
+development JWTs."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from engramdb.cli import render
-from engramdb.cli.app import JsonFlag, run
+from engramdb.cli.app import JsonFlag, run, run_unopened, settings_of
 from engramdb.core.errors import UsageError
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.orchestrator.tenancy import Role, Tenant, User
+from engramdb.storage.registry import migrate_target
 
 
 def _role(role: str) -> Role:
@@ -37,7 +38,7 @@ def _show_named(ctx: typer.Context, items: Sequence[Tenant | User], ids: list[st
 
 def register(app: typer.Typer) -> None:
     """Add ``admin tenant|user|key …`` to ``app``."""
-    admin = typer.Typer(help="Tenants, users and API keys.", no_args_is_help=True)
+    admin = typer.Typer(help="Schema, tenants, users and API keys.", no_args_is_help=True)
     tenant = typer.Typer(help="Tenants.", no_args_is_help=True)
     user = typer.Typer(help="Users of a tenant.", no_args_is_help=True)
     key = typer.Typer(help="API keys.", no_args_is_help=True)
@@ -47,6 +48,19 @@ def register(app: typer.Typer) -> None:
     admin.add_typer(user, name="user")
     admin.add_typer(key, name="key")
     app.add_typer(admin, name="admin")
+
+    @admin.command("migrate")
+    def migrate(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+        """Bring the database's schema up to date and name the migrations applied.
+
+        Opening a database migrates it as well. Run this once as a user allowed to change the
+        schema (on PostgreSQL: to create the vector extension, the roles and the tables), and
+        services may then connect as logins that are not.
+        """
+        settings = settings_of(ctx, as_json)
+        applied = run_unopened(lambda: migrate_target(settings.db))
+        text = "\n".join(f"applied {name}" for name in applied) or "the schema is up to date"
+        _show(ctx, {"applied": applied}, text)
 
     @tenant.command("create")
     def tenant_create(

@@ -14,7 +14,7 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -80,9 +80,7 @@ def run(
 
     ``--json`` may stand before the command or after it.
     """
-    settings: Settings = ctx.obj
-    if as_json:
-        settings = ctx.obj = replace(settings, as_json=True)
+    settings = settings_of(ctx, as_json)
 
     async def main() -> T:
         async with open_engine(settings.db) as engine:
@@ -94,6 +92,19 @@ def run(
             )
             return await work(engine, memory)
 
+    return run_unopened(main)
+
+
+def settings_of(ctx: typer.Context, as_json: bool) -> Settings:
+    """The command's settings, with ``--json`` given after the command taken in."""
+    settings: Settings = ctx.obj
+    if as_json:
+        settings = ctx.obj = replace(settings, as_json=True)
+    return settings
+
+
+def run_unopened(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``main`` (which opens what it needs itself); errors become one line."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StaleVectorsWarning)

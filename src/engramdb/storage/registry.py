@@ -14,12 +14,20 @@ from engramdb.core.errors import UnsupportedTargetError
 from engramdb.storage.backend import Backend
 
 BackendFactory = Callable[[str, dict[str, Any]], Awaitable[Backend]]
+#: Applies a target's pending schema migrations and returns their names.
+Migrator = Callable[[str], Awaitable[list[str]]]
 _FACTORIES: dict[str, BackendFactory] = {}
+_MIGRATORS: dict[str, Migrator] = {}
 
 
-def register_backend(scheme: str, factory: BackendFactory) -> None:
-    """Serve ``scheme://…`` targets with ``factory(target, options)``."""
+def register_backend(
+    scheme: str, factory: BackendFactory, migrator: Migrator | None = None
+) -> None:
+    """Serve ``scheme://…`` targets with ``factory(target, options)``; ``migrator(target)``,
+    if given, brings a target's schema up to date without opening it for work."""
     _FACTORIES[scheme] = factory
+    if migrator is not None:
+        _MIGRATORS[scheme] = migrator
 
 
 def schemes() -> list[str]:
@@ -46,38 +54,81 @@ async def open_backend(target: str | Path, **options: Any) -> Backend:
     Raises:
         UnsupportedTargetError: no backend serves the target's scheme.
     """
+    scheme, rest = _known_scheme(target)
+    return await _FACTORIES[scheme](rest if scheme == "sqlite" else str(target), options)
+
+
+async def migrate_target(target: str | Path) -> list[str]:
+    """Apply ``target``'s pending schema migrations, as its connecting user; returns the names
+    applied (none when it is up to date). Opening a target migrates it too; this is for an
+    operator who migrates once with a privileged login, so services may run without one.
+
+    Raises:
+        UnsupportedTargetError: no backend serves the target, or its backend has no separate
+            migration step.
+        MigrationError: a migration failed, or the target was migrated by a newer Engram.
+    """
+    scheme, rest = _known_scheme(target)
+    migrator = _MIGRATORS.get(scheme)
+    if migrator is None:
+        raise UnsupportedTargetError(
+            f"{scheme!r} targets have no separate migration step", target=str(target)
+        )
+    return await migrator(rest if scheme == "sqlite" else str(target))
+
+
+def _known_scheme(target: str | Path) -> tuple[str, str]:
     scheme, rest = split_target(target)
     if scheme == "postgres":
         scheme = "postgresql"
-    factory = _FACTORIES.get(scheme)
-    if factory is None:
+    if scheme not in _FACTORIES:
         raise UnsupportedTargetError(
             f"no storage backend for {scheme!r} targets; known: {', '.join(schemes())}",
             target=str(target),
             scheme=scheme,
         )
-    return await factory(rest if scheme == "sqlite" else str(target), options)
+    if scheme == "sqlite" and not rest:
+        raise UnsupportedTargetError("a SQLite target needs a file path or :memory:")
+    return scheme, rest
 
 
 async def _open_sqlite(path: str, options: dict[str, Any]) -> Backend:
     from engramdb.storage.sqlite import SqliteBackend
 
-    if not path:
-        raise UnsupportedTargetError("a SQLite target needs a file path or :memory:")
     return await SqliteBackend.open(path, **options)
 
 
-async def _open_postgres(url: str, options: dict[str, Any]) -> Backend:
+async def _migrate_sqlite(path: str) -> list[str]:
+    from engramdb.storage.sqlite.backend import migrate
+
+    return await migrate(path)
+
+
+def _postgres(url: str) -> Any:
     try:
-        from engramdb.storage.postgres import PostgresBackend
+        from engramdb.storage import postgres
     except ImportError as exc:  # psycopg is an optional dependency
         raise UnsupportedTargetError(
             "PostgreSQL targets need the postgres extra: pip install 'engramdb[postgres]'",
             target=url,
         ) from exc
+    return postgres
+
+
+def _libpq_url(url: str) -> str:
     # libpq knows postgresql:// and postgres://, not SQLAlchemy's postgresql+driver://.
-    return await PostgresBackend.open("postgresql://" + url.split("://", 1)[1], **options)
+    return "postgresql://" + url.split("://", 1)[1]
 
 
-register_backend("sqlite", _open_sqlite)
-register_backend("postgresql", _open_postgres)
+async def _open_postgres(url: str, options: dict[str, Any]) -> Backend:
+    backend: Backend = await _postgres(url).PostgresBackend.open(_libpq_url(url), **options)
+    return backend
+
+
+async def _migrate_postgres(url: str) -> list[str]:
+    applied: list[str] = await _postgres(url).migrate(_libpq_url(url))
+    return applied
+
+
+register_backend("sqlite", _open_sqlite, _migrate_sqlite)
+register_backend("postgresql", _open_postgres, _migrate_postgres)

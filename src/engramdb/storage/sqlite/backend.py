@@ -125,11 +125,31 @@ def _apply(
     )
 
 
+def _file_path(path: str | Path) -> str:
+    return str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+
+
+async def migrate(path: str | Path) -> list[str]:
+    """Apply pending migrations to the database at ``path`` (created if missing); returns the
+    names applied.
+
+    Raises:
+        MigrationError: a migration failed (nothing of it was applied) or the database was
+            migrated by a newer Engram.
+    """
+    worker = SqliteWorker(_file_path(path))
+    await worker.open()
+    try:
+        return await worker.run(_migrate)
+    finally:
+        await worker.close()
+
+
 class SqliteBackend:
     """Projection storage and event log in one SQLite database file."""
 
     def __init__(self, path: str | Path, *, synchronous: Synchronous = "full") -> None:
-        self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        self.path = _file_path(path)
         self.url = f"sqlite:///{self.path}"
         self._worker = SqliteWorker(self.path, synchronous=synchronous)
         self._events = SqliteEventStore(self._worker)
