@@ -92,20 +92,21 @@ async def bulk_load(path: Path, args: argparse.Namespace, console: Console) -> d
     return timings
 
 
+def current_rss_mb() -> float:
+    """The process's resident memory now (Linux), in MB."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / 2**20
+
+
 async def measure(path: Path, args: argparse.Namespace, console: Console) -> dict[str, Any]:
     """Load the working graph in a fresh engine, then time the traversals."""
     rng = random.Random(11)
     results: dict[str, Any] = {}
     async with engramdb.open(path, config=config(args.embedder)) as engine:
         graph = engine.scope(**SCOPE).graph
-        # Reading the records alone, with the garbage collector paused as the load pauses it.
-        gc.disable()
-        started = time.perf_counter()
-        for namespace in ("graph", "graph.relations"):
-            await engine.backend.scan(RecordQuery(namespace, graph.partition))
-        results["scan_only_s"] = time.perf_counter() - started
-        gc.enable()
+        # The load first, in a process that has read nothing yet, so its peak is the load's.
         gc.collect()
+        before_mb = current_rss_mb()
         started = time.perf_counter()
         working = await graph.working_graph()
         results["load_s"] = time.perf_counter() - started
@@ -114,6 +115,17 @@ async def measure(path: Path, args: argparse.Namespace, console: Console) -> dic
             "relations": working.graph.number_of_edges(),
         }
         results["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        gc.collect()
+        results["rss_before_load_mb"] = before_mb
+        results["rss_after_load_mb"] = current_rss_mb()
+        # Reading the records alone, with the garbage collector paused as the load pauses it.
+        gc.disable()
+        started = time.perf_counter()
+        for namespace in ("graph", "graph.relations"):
+            await engine.backend.scan(RecordQuery(namespace, graph.partition))
+        results["scan_only_s"] = time.perf_counter() - started
+        gc.enable()
+        gc.collect()
         ids = sorted(working.graph.nodes)
         queries: dict[str, Callable[[str, str], GraphTraversal]] = {
             "neighbours": lambda s, t: GraphTraversal(start_entity_id=s, pattern="neighbors"),
@@ -165,7 +177,9 @@ def report(record: dict[str, Any], console: Console) -> None:
         f"working graph load: {measured['load_s']:.1f} s "
         f"(reading the records alone: {measured['scan_only_s']:.1f} s; "
         f"{measured['loaded']['entities']:,} entities, "
-        f"{measured['loaded']['relations']:,} relations; max RSS {measured['max_rss_mb']:.0f} MB)"
+        f"{measured['loaded']['relations']:,} relations; max RSS {measured['max_rss_mb']:.0f} MB; "
+        f"resident {measured['rss_before_load_mb']:.0f} MB before the load, "
+        f"{measured['rss_after_load_mb']:.0f} MB after it)"
     )
     table = Table("query", "p50 ms", "p95 ms", "p99 ms", "mean result", "empty")
     for name in ("neighbours", "bfs_2_hops", "shortest_path", "shortest_path_both"):
