@@ -27,7 +27,7 @@ from engramdb.providers.graph.store import (
 )
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 from engramdb.storage.backend import Backend
-from engramdb.storage.records import RecordQuery
+from engramdb.storage.records import Record, RecordQuery
 
 STALE_AFTER_S = 0.1
 
@@ -150,13 +150,13 @@ class WorkingGraph:
         gc.disable()
         try:
             loaded = cls()
-            records = await backend.scan(
+            entities = await backend.scan(
                 RecordQuery(ENTITY_NAMESPACE, partition, content_types=("entity",))
             )
-            for record in records:
+            for record in _consumed(entities):
                 loaded.put_entity(entity_from_record(record), record.id)
-            del records
-            for record in await backend.scan(RecordQuery(RELATION_NAMESPACE, partition)):
+            relations = await backend.scan(RecordQuery(RELATION_NAMESPACE, partition))
+            for record in _consumed(relations):
                 relation = relation_from_record(record)
                 # Never a node without its entity: a relation whose end is missing is left out.
                 if relation.source_id in loaded.graph and relation.target_id in loaded.graph:
@@ -165,6 +165,14 @@ class WorkingGraph:
         finally:
             if collecting:
                 gc.enable()
+
+
+def _consumed(records: list[Record]) -> Iterator[Record]:
+    """``records`` in order, each let go of as it is handed out: the memory of the records
+    read is reused for the graph built from them instead of both being held at once."""
+    records.reverse()
+    while records:
+        yield records.pop()
 
 
 class GraphCache:
