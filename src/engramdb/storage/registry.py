@@ -54,8 +54,8 @@ async def open_backend(target: str | Path, **options: Any) -> Backend:
     Raises:
         UnsupportedTargetError: no backend serves the target's scheme.
     """
-    scheme, rest = _known_scheme(target)
-    return await _FACTORIES[scheme](rest if scheme == "sqlite" else str(target), options)
+    scheme, location = _known_scheme(target)
+    return await _FACTORIES[scheme](location, options)
 
 
 async def migrate_target(target: str | Path) -> list[str]:
@@ -68,16 +68,17 @@ async def migrate_target(target: str | Path) -> list[str]:
             migration step.
         MigrationError: a migration failed, or the target was migrated by a newer Engram.
     """
-    scheme, rest = _known_scheme(target)
+    scheme, location = _known_scheme(target)
     migrator = _MIGRATORS.get(scheme)
     if migrator is None:
         raise UnsupportedTargetError(
             f"{scheme!r} targets have no separate migration step", target=str(target)
         )
-    return await migrator(rest if scheme == "sqlite" else str(target))
+    return await migrator(location)
 
 
 def _known_scheme(target: str | Path) -> tuple[str, str]:
+    """(scheme, what its backend is given: a SQLite file path, else the whole target)."""
     scheme, rest = split_target(target)
     if scheme == "postgres":
         scheme = "postgresql"
@@ -87,7 +88,9 @@ def _known_scheme(target: str | Path) -> tuple[str, str]:
             target=str(target),
             scheme=scheme,
         )
-    if scheme == "sqlite" and not rest:
+    if scheme != "sqlite":
+        return scheme, str(target)
+    if not rest:
         raise UnsupportedTargetError("a SQLite target needs a file path or :memory:")
     return scheme, rest
 
