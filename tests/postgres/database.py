@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -51,6 +53,21 @@ def empty_database() -> str:
             conn.execute("ALTER TABLE events ALTER COLUMN position RESTART")
             conn.execute("ALTER SEQUENCE engram_record_ids RESTART")
     return url
+
+
+@contextmanager
+def scratch_database(name: str) -> Iterator[str]:
+    """The URL of a new, empty database of one test's own (``name`` tells it apart from the
+    session's), dropped when the test is done."""
+    database = sql.Identifier(f"{DATABASE}_{name}")
+    with psycopg.connect(SERVER_URL, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(database))
+    try:
+        yield _url_of(f"{DATABASE}_{name}")
+    finally:
+        with psycopg.connect(SERVER_URL, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
 
 
 def _drop() -> None:

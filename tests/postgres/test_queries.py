@@ -12,7 +12,14 @@ from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.postgres.connection import redacted_url
 from engramdb.storage.postgres.queries import match_words, record_where, text_search
 from engramdb.storage.postgres.schema import ADMIN_ROLE, SERVICE_ROLE, table_for
-from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, Context, context_for, tenant_uuid
+from engramdb.storage.postgres.tenancy import (
+    ADMIN,
+    NOBODY,
+    Context,
+    context_for,
+    tenant_uuid,
+    user_uuid,
+)
 from engramdb.storage.postgres.vectors import (
     StoredVector,
     VectorDumper,
@@ -76,7 +83,8 @@ def test_context_follows_the_one_tenant_a_call_touches() -> None:
 def test_context_settings_are_uuids_or_empty() -> None:
     tenant, user = Context(SERVICE_ROLE, "acme", "alice").settings()
     assert tenant == str(tenant_uuid("acme"))
-    assert uuid.UUID(user).version == 5
+    assert user == str(user_uuid("acme", "alice"))
+    assert uuid.UUID(user).version == 8
     assert Context(SERVICE_ROLE, "acme").settings()[1] == ""
     assert NOBODY.settings() == ("", "")
 

@@ -7,9 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
 
 import engramdb
 from engramdb import EngineConfig, MemoryItem
+from engramdb.core.scope import Scope
 from engramdb.index.search_config import SearchConfig
 from engramdb.storage.sqlite import backend as sqlite_backend
 from engramdb.storage.sqlite.partition import partition_token
@@ -102,3 +105,24 @@ async def test_the_most_common_words_give_way_when_too_many_documents_would_be_s
     assert sorted(await found(5)) == sorted(
         ["a lighthouse by the ferry pier", "the old lighthouse keeper"]
     )
+
+
+@st.composite
+def partitions(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
+    """A namespace (which may hold the separator) and the five scope columns of a valid
+    scope, cut from one short list of pieces so that different cuts spell alike."""
+    pieces = draw(st.lists(st.sampled_from(["", "a", "b", "a:b", "é"]), min_size=6, max_size=9))
+    namespace, columns = "\x1f".join(pieces[:-5]), tuple(pieces[-5:])
+    assume(columns[0] != "")  # a scope always has its tenant
+    return namespace, Scope.from_columns(*columns).columns()
+
+
+@given(first=partitions(), second=partitions())
+@example(first=("a", ("b:c", "", "", "", "")), second=("a:b", ("c", "", "", "", "")))
+@example(first=("a", ("bc", "", "", "", "")), second=("ab", ("c", "", "", "", "")))
+@example(first=("a\x1fb", ("c", "d", "", "", "")), second=("a", ("b", "c", "d", "", "")))
+def test_no_two_partitions_share_a_token(
+    first: tuple[str, tuple[str, ...]], second: tuple[str, tuple[str, ...]]
+) -> None:
+    if first != second:
+        assert partition_token(*first) != partition_token(*second)

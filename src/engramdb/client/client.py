@@ -17,7 +17,7 @@ import httpx
 from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
-from engramdb.client.fields import given
+from engramdb.client.fields import given, segment
 from engramdb.client.graph import GraphClient
 from engramdb.core.errors import NotFoundError
 from engramdb.core.intent import MemoryItem
@@ -263,23 +263,27 @@ class MemoryClient:
 
     async def set_plan_state(self, plan_id: str, key: str, value: Any) -> StateOut:
         """Set ``key`` of the plan's shared state."""
-        path = f"/v1/memory/working/{plan_id}/{key}"
+        path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
         return await self._call(StateOut, "PUT", path, json={"value": value})
 
     async def get_plan_state(self, plan_id: str, key: str) -> StateOut:
         """``key`` of the plan's shared state. Raises ``NotFoundError`` if unset."""
-        return await self._call(StateOut, "GET", f"/v1/memory/working/{plan_id}/{key}")
+        return await self._call(
+            StateOut, "GET", f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
+        )
 
     async def get_all_plan_state(self, plan_id: str) -> dict[str, Any]:
         """Every key of the plan's shared state."""
-        return (await self._call(PlanState, "GET", f"/v1/memory/working/{plan_id}")).state
+        return (await self._call(PlanState, "GET", f"/v1/memory/working/{segment(plan_id)}")).state
 
     async def delete_plan_state(self, plan_id: str, key: str | None = None) -> int:
         """Delete ``key`` of the plan's state (or, without ``key``, all of it); returns how
         many keys went."""
         if key is None:
-            return (await self._call(Cleared, "DELETE", f"/v1/memory/working/{plan_id}")).deleted
-        path = f"/v1/memory/working/{plan_id}/{key}"
+            return (
+                await self._call(Cleared, "DELETE", f"/v1/memory/working/{segment(plan_id)}")
+            ).deleted
+        path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
         return int((await self._call(Deleted, "DELETE", path)).deleted)
 
     # -- task context ------------------------------------------------------------------------
@@ -311,16 +315,16 @@ class MemoryClient:
 
     async def get_task_context(self, task_id: str) -> TaskContext:
         """The task context ``task_id``. Raises ``NotFoundError``."""
-        return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{task_id}")
+        return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{segment(task_id)}")
 
     async def update_task_context(self, task_id: str, **changes: Any) -> TaskContext:
         """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context."""
-        path = f"/v1/memory/task-context/{task_id}"
+        path = f"/v1/memory/task-context/{segment(task_id)}"
         return await self._call(TaskContext, "PUT", path, json=changes)
 
     async def get_task_by_subtask(self, subtask_id: str) -> TaskContext:
         """The task context listing ``subtask_id``. Raises ``NotFoundError``."""
-        path = f"/v1/memory/task-context/by-subtask/{subtask_id}"
+        path = f"/v1/memory/task-context/by-subtask/{segment(subtask_id)}"
         return await self._call(TaskContext, "GET", path)
 
     async def find_parent_task(self, subtask_id: str) -> TaskContext | None:
@@ -346,7 +350,7 @@ class MemoryClient:
 
     async def delete_task_context(self, task_id: str) -> None:
         """Delete a task context. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/task-context/{task_id}")
+        await self.request("DELETE", f"/v1/memory/task-context/{segment(task_id)}")
 
     # -- plans -------------------------------------------------------------------------------
 
@@ -374,15 +378,15 @@ class MemoryClient:
 
     async def get_plan(self, plan_id: str) -> Plan:
         """The plan ``plan_id``. Raises ``NotFoundError``."""
-        return await self._call(Plan, "GET", f"/v1/memory/plans/{plan_id}")
+        return await self._call(Plan, "GET", f"/v1/memory/plans/{segment(plan_id)}")
 
     async def update_plan(self, plan_id: str, **changes: Any) -> Plan:
         """Replace the given fields (``status``, ``state``, …) of a plan."""
-        return await self._call(Plan, "PUT", f"/v1/memory/plans/{plan_id}", json=changes)
+        return await self._call(Plan, "PUT", f"/v1/memory/plans/{segment(plan_id)}", json=changes)
 
     async def delete_plan(self, plan_id: str) -> None:
         """Delete a plan. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/plans/{plan_id}")
+        await self.request("DELETE", f"/v1/memory/plans/{segment(plan_id)}")
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -406,16 +410,16 @@ class MemoryClient:
 
     async def get_session(self, session_id: str) -> Session:
         """The session ``session_id``. Raises ``NotFoundError``."""
-        return await self._call(Session, "GET", f"/v1/memory/sessions/{session_id}")
+        return await self._call(Session, "GET", f"/v1/memory/sessions/{segment(session_id)}")
 
     async def update_session(self, session_id: str, **changes: Any) -> Session:
         """Replace the given fields of a session (and mark it used now)."""
-        path = f"/v1/memory/sessions/{session_id}"
+        path = f"/v1/memory/sessions/{segment(session_id)}"
         return await self._call(Session, "PUT", path, json=changes)
 
     async def delete_session(self, session_id: str) -> None:
         """Delete a session. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/sessions/{session_id}")
+        await self.request("DELETE", f"/v1/memory/sessions/{segment(session_id)}")
 
     # -- entries, recall, events -------------------------------------------------------------
 
@@ -436,7 +440,7 @@ class MemoryClient:
     async def read(self, key: str) -> MemoryEntry | None:
         """The entry under ``key``, or ``None``."""
         try:
-            return await self._call(MemoryEntry, "GET", f"/v1/memory/entries/{key}")
+            return await self._call(MemoryEntry, "GET", f"/v1/memory/entries/{segment(key)}")
         except NotFoundError:
             return None
 
@@ -450,7 +454,7 @@ class MemoryClient:
     async def delete(self, key: str) -> bool:
         """Delete the entry under ``key``; ``False`` if there was none."""
         try:
-            await self.request("DELETE", f"/v1/memory/entries/{key}")
+            await self.request("DELETE", f"/v1/memory/entries/{segment(key)}")
         except NotFoundError:
             return False
         return True

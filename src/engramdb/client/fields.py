@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 
 def given(**fields: Any) -> dict[str, Any]:
@@ -14,3 +15,11 @@ def given(**fields: Any) -> dict[str, Any]:
         for name, value in fields.items()
         if value is not None
     }
+
+
+def segment(value: str) -> str:
+    """``value`` as one segment of a URL path: every character that means something in a
+    URL escaped, and a bare ``.`` or ``..`` too, so that no key or id reaches another path
+    (``a?b``, ``x/../plans/p1`` and ``..`` are themselves)."""
+    escaped = quote(value, safe="")
+    return escaped.replace(".", "%2E") if escaped in (".", "..") else escaped

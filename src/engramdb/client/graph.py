@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engramdb.client.fields import given
+from engramdb.client.fields import given, segment
 from engramdb.core.errors import EntityNotFoundError
 from engramdb.providers.graph.types import (
     Direction,
@@ -56,14 +56,16 @@ class GraphClient:
     async def get_entity(self, entity_id: str) -> GraphEntity | None:
         """The entity ``entity_id``, or ``None``."""
         try:
-            return await self._client._call(GraphEntity, "GET", f"{_PREFIX}/entities/{entity_id}")
+            return await self._client._call(
+                GraphEntity, "GET", f"{_PREFIX}/entities/{segment(entity_id)}"
+            )
         except EntityNotFoundError:
             return None
 
     async def delete_entity(self, entity_id: str) -> bool:
         """Delete an entity with its relations; ``False`` if there was none."""
         try:
-            await self._client.request("DELETE", f"{_PREFIX}/entities/{entity_id}")
+            await self._client.request("DELETE", f"{_PREFIX}/entities/{segment(entity_id)}")
         except EntityNotFoundError:
             return False
         return True
@@ -105,7 +107,7 @@ class GraphClient:
         Raises:
             RelationNotFoundError: there is no such relation.
         """
-        path = f"{_PREFIX}/relations/{relation_id}/invalidate"
+        path = f"{_PREFIX}/relations/{segment(relation_id)}/invalidate"
         return await self._client._call(GraphRelation, "POST", path, json=given(at=at))
 
     async def merge_entities(self, kept_id: str, merged_id: str) -> GraphEntity:
@@ -114,7 +116,7 @@ class GraphClient:
         Raises:
             EntityNotFoundError: either entity does not exist (nothing is written).
         """
-        path = f"{_PREFIX}/entities/{kept_id}/merge"
+        path = f"{_PREFIX}/entities/{segment(kept_id)}/merge"
         return await self._client._call(GraphEntity, "POST", path, json={"merged_id": merged_id})
 
     async def delete_relation(self, relation_id: str) -> None:
@@ -123,7 +125,7 @@ class GraphClient:
         Raises:
             RelationNotFoundError: there is no such relation.
         """
-        await self._client.request("DELETE", f"{_PREFIX}/relations/{relation_id}")
+        await self._client.request("DELETE", f"{_PREFIX}/relations/{segment(relation_id)}")
 
     async def get_relations(
         self,
@@ -147,7 +149,7 @@ class GraphClient:
             known_at=known_at,
             history=history,
         )
-        path = f"{_PREFIX}/entities/{entity_id}/relations"
+        path = f"{_PREFIX}/entities/{segment(entity_id)}/relations"
         return (await self._client._call(Relations, "GET", path, params=params)).items
 
     async def traverse(

@@ -55,7 +55,9 @@ TENANCY_SPECS = (TENANT_SPEC, USER_SPEC, KEY_SPEC)
 
 Role = Literal["reader", "writer"]
 KEY_PREFIX = "ek_"
-_KEY = re.compile(r"^ek_([0-9a-f]{12})_([a-z2-7]{1,300})_[A-Za-z0-9_-]{20,100}$")
+#: The longest tenant code: base32 of a tenant id of 128 characters of up to 4 UTF-8 bytes.
+_MAX_CODE = -(-128 * 4 * 8 // 5)
+_KEY = re.compile(rf"^ek_([0-9a-f]{{12}})_([a-z2-7]{{1,{_MAX_CODE}}})_[A-Za-z0-9_-]{{20,100}}$")
 
 #: Builds the provider of a namespace bound to a scope (the engine's ``provider``).
 ProviderFactory = Callable[[ProjectionSpec, Scope], EventSourcedProvider]

@@ -39,9 +39,14 @@ _KEPT = ("location",)
 
 
 def _digest(*parts: bytes | str) -> str:
+    """SHA-256 of ``parts``, each ended by a NUL byte; a part's own NUL and SOH bytes are
+    escaped first (SOH as SOH STX, NUL as SOH ETX), so that no two lists of parts hash alike
+    (a path may hold an escaped NUL, a body anything). Parts without either byte, as every
+    header, URL query and JSON body, hash unescaped: stored answers keep their keys."""
     hashed = hashlib.sha256()
     for part in parts:
-        hashed.update(part.encode() if isinstance(part, str) else part)
+        raw = part.encode() if isinstance(part, str) else part
+        hashed.update(raw.replace(b"\1", b"\1\2").replace(b"\0", b"\1\3"))
         hashed.update(b"\0")
     return hashed.hexdigest()
 

@@ -2,8 +2,10 @@
 
 Tenants and users are local replicas keyed by UUIDs derived from their names (see
 ``tenancy``); every memory table and the event log reference them with ``ON DELETE CASCADE``,
-so deleting a tenant removes everything it stored. Each CoALA memory type has its own table;
-all share one record layout, so the backend keeps a single record contract.
+so deleting a tenant removes everything it stored. A user's id is scoped by its tenant's id,
+and constraints hold every row to its own: a user row's id is the one derived from its tenant
+and name, and a record's user row is in the record's own tenant. Each CoALA memory type has
+its own table; all share one record layout, so the backend keeps a single record contract.
 
 Row-level security binds two roles the migrations create: ``engram_service`` sees only the
 rows of the tenant (and, for episodic and procedural memory, the user) set in the current
@@ -175,6 +177,60 @@ def _record_table(table: str) -> tuple[str, ...]:
     )
 
 
+# The user id ``tenancy.user_uuid`` derives, in SQL: the name-based UUIDv8 (RFC 9562, B.2) of
+# the user name within the tenant's id, its version nibble (hex digit 13) set to 8 and its
+# variant bits (the top two of hex digit 17) to 10. One expression, so PostgreSQL inlines it.
+_DIGEST = "encode(sha256(uuid_send(tenant) || convert_to(username, 'UTF8')), 'hex')"
+_USER_UUID_FUNCTION = f"""CREATE FUNCTION engram_user_uuid(tenant uuid, username text) RETURNS uuid
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT overlay(overlay(left({_DIGEST}, 32) PLACING '8' FROM 13)
+                   PLACING translate(substr({_DIGEST}, 17, 1), '0123456789abcdef',
+                                     '89ab89ab89ab89ab') FROM 17)::uuid $$"""
+
+
+def _tenant_scoped_ids() -> tuple[str, ...]:
+    """Re-key every user row and every record's user to ids scoped by the tenant's id.
+
+    User ids were the UUIDv5 of ``user:{tenant}:{user}``, so tenant ``acme`` user ``x:bob``
+    and tenant ``acme:x`` user ``bob`` shared one row, and deleting either tenant cascaded
+    into the other's records. Each row gets the id of its own tenant and name, each record the
+    id of its own user (a row two tenants shared becomes two). A user row's id must then be
+    the one derived from its tenant and name, and a record's user row be in the record's own
+    tenant (a foreign key on both ids). The owner runs this with row-level security unforced,
+    so that it sees every row.
+    """
+    derived = "engram_user_uuid(tenant_uuid, nullif(user_id, ''))"  # NULL for no user
+    tables = ("users", *RECORD_TABLES)
+    return (
+        _USER_UUID_FUNCTION,
+        *(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in tables),
+        *(f"ALTER TABLE {table} DROP CONSTRAINT {table}_user_uuid_fkey" for table in RECORD_TABLES),
+        # Old ids are version 5, new ones version 8: re-keyed rows never meet a stale id.
+        "UPDATE users SET id = engram_user_uuid(tenant_uuid, username) "
+        "WHERE id <> engram_user_uuid(tenant_uuid, username)",
+        *(
+            f"INSERT INTO users (id, tenant_uuid, username) "
+            f"SELECT DISTINCT {derived}, tenant_uuid, user_id FROM {table} WHERE user_id <> '' "
+            "ON CONFLICT DO NOTHING"
+            for table in RECORD_TABLES
+        ),
+        *(
+            f"UPDATE {table} SET user_uuid = {derived} WHERE user_uuid IS DISTINCT FROM {derived}"
+            for table in RECORD_TABLES
+        ),
+        "ALTER TABLE users ADD CONSTRAINT users_id_derived "
+        "CHECK (id = engram_user_uuid(tenant_uuid, username))",
+        "ALTER TABLE users ADD CONSTRAINT users_tenant_uuid_id_key UNIQUE (tenant_uuid, id)",
+        *(
+            f"ALTER TABLE {table} ADD CONSTRAINT {table}_user_uuid_fkey "
+            "FOREIGN KEY (tenant_uuid, user_uuid) REFERENCES users (tenant_uuid, id) "
+            "ON DELETE CASCADE"
+            for table in RECORD_TABLES
+        ),
+        *(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" for table in tables),
+    )
+
+
 def _security(table: str) -> tuple[str, ...]:
     """Row-level security on ``table`` for the service role (tenant, and user where private)
     and the admin role (every row), forced so that the owner is bound as well."""
@@ -234,4 +290,5 @@ MIGRATIONS: tuple[Migration, ...] = (
             for table in RECORD_TABLES
         ),
     ),
+    Migration("0008_tenant_scoped_ids", _tenant_scoped_ids()),
 )

@@ -1,12 +1,17 @@
 """Who a PostgreSQL transaction acts for: ``Context`` (role, tenant, user), derived from the
 scopes a call touches, and the UUIDs of the tenant and user replicas (pure, no database).
 
-Tenant and user ids are UUIDv5 of their names, so every process derives the same id without a
-lookup and the replica rows can be upserted lazily in the transaction that first needs them.
+Tenant and user ids are derived from their names, so every process derives the same id without
+a lookup and the replica rows can be upserted lazily in the transaction that first needs them.
+A tenant's id is the UUIDv5 of its name; a user's is derived from its tenant's id and its own
+name, never from the two names joined (tenant ``acme`` user ``x:bob`` and tenant ``acme:x``
+user ``bob`` are two users of two tenants). The database derives user ids the same way
+(``engram_user_uuid``) and refuses a row whose id is not its own.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,9 +28,22 @@ def tenant_uuid(tenant: str) -> uuid.UUID:
     return uuid.uuid5(ENGRAM_UUID_NAMESPACE, f"tenant:{tenant}")
 
 
+def scoped_uuid(namespace: uuid.UUID, name: str) -> uuid.UUID:
+    """The name-based UUIDv8 of ``name`` within ``namespace`` (RFC 9562, appendix B.2): the
+    first 128 bits of SHA-256 over the namespace's 16 bytes and the name's UTF-8, with the
+    version and variant bits set. The namespace has a fixed length, so distinct pairs hash
+    distinct inputs; PostgreSQL computes the same with its built-in ``sha256``."""
+    digest = hashlib.sha256(namespace.bytes + name.encode("utf-8")).digest()
+    value = int.from_bytes(digest[:16], "big")
+    value = (value & ~(0xF << 76)) | (0x8 << 76)  # version 8
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # the RFC variant
+    return uuid.UUID(int=value)
+
+
 def user_uuid(tenant: str, user: str) -> uuid.UUID | None:
-    """The id of the user replica ``user`` of ``tenant`` (``None`` for no user)."""
-    return uuid.uuid5(ENGRAM_UUID_NAMESPACE, f"user:{tenant}:{user}") if user else None
+    """The id of the user replica ``user`` of ``tenant`` (``None`` for no user): scoped by
+    the tenant's own id."""
+    return scoped_uuid(tenant_uuid(tenant), user) if user else None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ its partition, and a search within a partition asks for that word too: FTS5 inte
 two posting lists and scores only what is left.
 
 The word is ``p`` followed by the hex digits of the partition's columns joined by U+001F, the
-same in SQL (for the stored column) and in Python (for the query).
+same in SQL (for the stored column) and in Python (for the query). Scope fields never hold a
+control character, so the five after the namespace are the last five pieces between
+separators, whatever the namespace holds: no two partitions share a token.
 """
 
 from __future__ import annotations
