@@ -11,10 +11,15 @@ import pytest
 import engramdb
 from engramdb.core.errors import (
     DuplicateProviderError,
+    InvalidValueError,
     NoProviderForTierError,
+    PartialRecallWarning,
     ProviderNotFoundError,
     ProviderReadOnlyError,
     RecallError,
+    RecallQueryError,
+    StorageError,
+    ValidationError,
 )
 from engramdb.core.scope import Scope
 from engramdb.core.types import (
@@ -210,6 +215,67 @@ async def test_recall_raises_only_when_every_provider_fails() -> None:
         await manager.recall(query())
     assert [f["provider_id"] for f in raised.value.details["failures"]] == ["x", "y"]
     assert await MemoryManager().recall(query()) == []
+
+
+async def test_a_query_every_provider_refuses_is_the_callers_error() -> None:
+    refused = InvalidValueError("metadata filter is not JSON-representable")
+    manager = MemoryManager(
+        [
+            ScriptedProvider("x", MemoryTier.PERSISTENT, error=refused),
+            ScriptedProvider("y", MemoryTier.INDEXED, error=refused),
+        ]
+    )
+    with pytest.raises(RecallQueryError) as raised:
+        await manager.recall(query())
+    assert isinstance(raised.value, ValidationError)
+    assert [(f["provider_id"], f["cause"]) for f in raised.value.details["failures"]] == [
+        ("x", "request"),
+        ("y", "request"),
+    ]
+
+
+async def test_a_recall_that_fails_partly_on_the_system_is_a_runtime_error() -> None:
+    manager = MemoryManager(
+        [
+            ScriptedProvider("x", MemoryTier.PERSISTENT, error=InvalidValueError("bad filter")),
+            ScriptedProvider("y", MemoryTier.INDEXED, error=StorageError("disk full")),
+        ]
+    )
+    with pytest.raises(RecallError) as raised:
+        await manager.recall(query())
+    assert [f["cause"] for f in raised.value.details["failures"]] == ["request", "runtime"]
+
+
+async def test_a_partial_failure_is_reported_not_hidden() -> None:
+    manager = MemoryManager(
+        [
+            ScriptedProvider("good", MemoryTier.PERSISTENT),
+            ScriptedProvider("bad", MemoryTier.INDEXED, error=InvalidValueError("bad filter")),
+        ]
+    )
+    report = await manager.recall_report(query())
+    assert (report.results, [(f.provider_id, f.cause) for f in report.failures]) == (
+        [],
+        [("bad", "request")],
+    )
+    with pytest.warns(PartialRecallWarning, match=r"bad \(InvalidValueError: bad filter\)"):
+        assert await manager.recall(query()) == []
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"tag": float("nan")}, {"tag": [float("inf")]}, {"tag": {"x": -float("inf")}}, {'a"b': 1}],
+)
+async def test_filters_no_backend_can_evaluate_are_refused_before_any_provider(
+    engine: Engine, filters: dict[str, Any]
+) -> None:
+    with pytest.raises(ValidationError, match="metadata_filters"):
+        RecallQuery(query="q", metadata_filters=filters)
+    await engine.scope().persistent.write("k", "kept", metadata={"tag": 1})
+    hits = await engine.scope().manager.recall(
+        RecallQuery(query="kept", metadata_filters={"tag": 1})
+    )
+    assert [r.entry.key for r in hits] == ["k"]
 
 
 async def test_slow_provider_times_out_without_holding_the_others_back() -> None:

@@ -1,8 +1,9 @@
-"""``engram admin``: the schema, tenants, users and API keys of a served database, and
-development JWTs."""
+"""``engram admin``: the schema, the service login, tenants, users and API keys of a served
+database, and development JWTs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from engramdb.cli.app import JsonFlag, run, run_unopened, settings_of
 from engramdb.core.errors import UsageError
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.orchestrator.tenancy import Role, Tenant, User
-from engramdb.storage.registry import migrate_target
+from engramdb.storage.registry import create_service_login, migrate_target
 
 
 def _role(role: str) -> Role:
@@ -61,6 +62,38 @@ def register(app: typer.Typer) -> None:
         applied = run_unopened(lambda: migrate_target(settings.db))
         text = "\n".join(f"applied {name}" for name in applied) or "the schema is up to date"
         _show(ctx, {"applied": applied}, text)
+
+    @admin.command("service-login")
+    def service_login(
+        ctx: typer.Context,
+        login: str,
+        password_env: Annotated[
+            str | None,
+            typer.Option(help="Set the password from this environment variable."),
+        ] = None,
+        as_json: JsonFlag = False,
+    ) -> None:
+        """Create the PostgreSQL login a service connects as: a member of engram_service and
+        nothing else, so it reaches one tenant at a time whatever SQL it runs.
+
+        Run it as a user allowed to create roles, after `admin migrate`; running it again
+        checks the login. Without --password-env the login gets no password (for peer or
+        certificate authentication, or ALTER ROLE … PASSWORD later).
+        """
+        settings = settings_of(ctx, as_json)
+
+        async def work() -> bool:
+            password = None
+            if password_env is not None:
+                password = os.environ.get(password_env)
+                if not password:
+                    raise UsageError(f"the environment variable {password_env} is empty or unset")
+            return await create_service_login(settings.db, login, password)
+
+        created = run_unopened(work)
+        verb = "created" if created else "checked"
+        text = f"{verb} the login {login}: a member of engram_service and nothing else"
+        _show(ctx, {"login": login, "created": created}, text)
 
     @tenant.command("create")
     def tenant_create(

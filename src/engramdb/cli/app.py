@@ -21,10 +21,17 @@ from typing import Annotated, Any, TypeVar
 
 import platformdirs
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engramdb.cli import render
-from engramdb.core.errors import EngramError, StaleVectorsWarning, UsageError, ValidationError
+from engramdb.core.errors import (
+    EngramError,
+    PartialRecallWarning,
+    StaleVectorsWarning,
+    UsageError,
+    ValidationError,
+)
 from engramdb.core.types import MemoryTier, RecallQuery
 from engramdb.engine import Engine, ScopedMemory
 from engramdb.engine import open as open_engine
@@ -103,18 +110,23 @@ def settings_of(ctx: typer.Context, as_json: bool) -> Settings:
     return settings
 
 
+#: Warnings a command prints as a ``warning:`` line of its own.
+_SHOWN_WARNINGS = (StaleVectorsWarning, PartialRecallWarning)
+
+
 def run_unopened(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run ``main`` (which opens what it needs itself); errors become one line."""
     try:
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", StaleVectorsWarning)
+            for category in _SHOWN_WARNINGS:
+                warnings.simplefilter("always", category)
             try:
                 return asyncio.run(main())
             finally:
                 for each in caught:
-                    if issubclass(each.category, StaleVectorsWarning):
+                    if issubclass(each.category, _SHOWN_WARNINGS):
                         render.err.print(
-                            f"[yellow]warning:[/yellow] {each.message}",
+                            f"[yellow]warning:[/yellow] {escape(str(each.message))}",
                             markup=True,
                             highlight=False,
                         )

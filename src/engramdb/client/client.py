@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -19,7 +20,7 @@ from pydantic import BaseModel
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, segment
 from engramdb.client.graph import GraphClient
-from engramdb.core.errors import NotFoundError
+from engramdb.core.errors import NotFoundError, PartialRecallWarning
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
 from engramdb.orchestrator.plans import Plan
@@ -460,10 +461,19 @@ class MemoryClient:
         return True
 
     async def recall(self, query: str | RecallQuery, *, limit: int = 10) -> list[RecallResult]:
-        """Memories across every provider matching ``query``, merged by relevance."""
+        """Memories across every provider matching ``query``, merged by relevance; warns
+        (``PartialRecallWarning``) when the service answered without providers that failed,
+        as ``MemoryManager.recall`` does in process."""
+        answer = await self.recall_report(query, limit=limit)
+        if answer.failed_providers:
+            warnings.warn(PartialRecallWarning.naming(answer.failed_providers), stacklevel=2)
+        return answer.results
+
+    async def recall_report(self, query: str | RecallQuery, *, limit: int = 10) -> RecallOut:
+        """``recall``'s results with the providers that failed (``failed_providers``)."""
         chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
         body = chosen.model_dump(mode="json", exclude_none=True)
-        return (await self._call(RecallOut, "POST", "/v1/memory/recall", json=body)).results
+        return await self._call(RecallOut, "POST", "/v1/memory/recall", json=body)
 
     async def events(
         self, *, after: int = 0, limit: int = 100, event_types: list[str] | None = None

@@ -8,7 +8,8 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidKeyError
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
-    │   │   └── InvalidScopeError
+    │   │   ├── InvalidScopeError
+    │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
     │   ├── AuthenticationError     no credentials, or credentials that do not verify
@@ -26,7 +27,7 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     └── EngramRuntimeError          the system failed; the call may succeed later
         ├── StorageError            the backend failed; the transaction was rolled back
         │   └── MigrationError
-        ├── RecallError             every provider asked by a recall failed
+        ├── RecallError             every provider asked by a recall failed, not all on the query
         ├── EngineClosedError
         ├── EmbedderError           an embedding model or endpoint failed (details: status_code)
         │   └── ModelIntegrityError a model file is missing or differs from its pinned sha256
@@ -39,7 +40,8 @@ fields in ``details`` so the HTTP, MCP and CLI edges can map it without parsing 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 
 class EngramError(Exception):
@@ -96,6 +98,14 @@ class InvalidScopeError(ValidationError):
     """A scope field is missing or malformed."""
 
     code = "invalid_scope"
+
+
+class RecallQueryError(ValidationError):
+    """Every provider a recall asked refused the query itself (a filter none can evaluate):
+    asking again unchanged fails the same way. ``details["failures"]`` names each provider
+    and its error."""
+
+    code = "invalid_recall_query"
 
 
 class NotFoundError(UsageError):
@@ -197,6 +207,28 @@ class StaleVectorsWarning(UserWarning):
     """Opening found vectors of another embedding model (``on_model_change="warn"``)."""
 
 
+class _Failure(Protocol):
+    @property
+    def provider_id(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+class PartialRecallWarning(UserWarning):
+    """A recall answered without some of the providers it asked, which failed; the results
+    are those of the others (``MemoryManager.recall_report`` names the failures)."""
+
+    @classmethod
+    def naming(cls, failures: Iterable[_Failure]) -> PartialRecallWarning:
+        """The warning of a recall that answered without ``failures``' providers."""
+        return cls(
+            "recall answered without providers that failed: "
+            + "; ".join(f"{f.provider_id} ({f.error}: {f.message})" for f in failures)
+        )
+
+
 class EngramRuntimeError(EngramError):
     """The system failed while doing a valid request; it may succeed later."""
 
@@ -216,7 +248,8 @@ class MigrationError(StorageError):
 
 
 class RecallError(EngramRuntimeError):
-    """Recall failed in every provider it asked."""
+    """Recall failed in every provider it asked, not all of them on the query itself (a
+    store, a model or a timeout failed). ``details["failures"]`` names each provider."""
 
     code = "recall_error"
 

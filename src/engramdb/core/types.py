@@ -11,10 +11,12 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
+from engramdb.core.errors import InvalidValueError
 from engramdb.core.model import EngramModel
 from engramdb.core.scope import Scope
+from engramdb.core.validation import to_json
 
 _last_now: list[datetime] = [datetime.min.replace(tzinfo=UTC)]
 _now_lock = threading.Lock()
@@ -112,7 +114,14 @@ class RecallScope(StrEnum):
 
 
 class RecallQuery(EngramModel):
-    """One unified recall request."""
+    """One unified recall request.
+
+    ``metadata_filters`` are checked here, before any provider is asked, so that every
+    backend refuses the same filters: each value must be JSON (no NaN or infinity), each
+    name free of quotes and backslashes.
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     query: str = Field(min_length=1, max_length=10_000)
     scope: RecallScope = RecallScope.ALL
@@ -121,6 +130,18 @@ class RecallQuery(EngramModel):
     limit: int = Field(default=10, ge=1, le=1000)
     metadata_filters: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, gt=0, le=300)
+
+    @field_validator("metadata_filters")
+    @classmethod
+    def _json_filters(cls, filters: dict[str, Any]) -> dict[str, Any]:
+        for name in filters:
+            if '"' in name or "\\" in name:
+                raise ValueError(f"filter name {name!r} may not contain quotes or backslashes")
+        try:  # the check every stored value passes, so filters accept what values may hold
+            to_json(filters, what="metadata_filters")
+        except InvalidValueError as exc:
+            raise ValueError(exc.message) from exc
+        return filters
 
 
 class RecallResult(EngramModel):

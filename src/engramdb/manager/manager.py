@@ -7,23 +7,33 @@
   persistent, indexed and returns the first hit.
 * **Recall** asks every provider in the query's scope that supports search, concurrently, each
   under a timeout. A provider that fails or times out is left out and reported in
-  ``RecallReport.failures``; only when every provider asked fails does recall raise
-  ``RecallError``. Results are merged by ``merge_results`` (see ``manager/merge.py``).
+  ``RecallReport.failures``, each failure marked as the query's fault (``cause="request"``: a
+  ``UsageError``) or the system's (``"runtime"``). When every provider asked fails, recall
+  raises ``RecallQueryError`` if all of them refused the query, else ``RecallError``.
+  ``recall`` warns (``PartialRecallWarning``) when it answers without some providers, so a
+  failure is never passed off as an empty result. Results are merged by ``merge_results``
+  (see ``manager/merge.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 from engramdb.core.errors import (
     DuplicateProviderError,
+    EngramError,
     NoProviderForTierError,
+    PartialRecallWarning,
     ProviderNotFoundError,
     ProviderReadOnlyError,
     RecallError,
+    RecallQueryError,
+    UsageError,
 )
 from engramdb.core.types import (
     MemoryEntry,
@@ -42,13 +52,35 @@ TIER_ORDER = (MemoryTier.WORKING, MemoryTier.PERSISTENT, MemoryTier.INDEXED)
 DEFAULT_RECALL_TIMEOUT_S = 5.0
 
 
+log = logging.getLogger("engramdb.manager")
+
+
 @dataclass(frozen=True)
 class ProviderFailure:
-    """Why one provider contributed nothing to a recall."""
+    """Why one provider contributed nothing to a recall: ``cause`` is ``"request"`` when it
+    refused the query itself (asking again unchanged fails the same way), else ``"runtime"``."""
 
     provider_id: str
     error: str
     message: str
+    cause: Literal["request", "runtime"] = "runtime"
+
+    @classmethod
+    def of(cls, provider_id: str, exc: Exception) -> ProviderFailure:
+        """The failure ``exc`` raised by ``provider_id``."""
+        if isinstance(exc, TimeoutError):
+            return cls(provider_id, "TimeoutError", str(exc) or "TimeoutError")
+        if not isinstance(exc, EngramError):
+            # Not an error a provider raises on purpose: worth a traceback in the log.
+            log.warning("provider %s failed in recall", provider_id, exc_info=exc)
+        cause: Literal["request", "runtime"] = (
+            "request" if isinstance(exc, UsageError) else "runtime"
+        )
+        return cls(provider_id, type(exc).__name__, str(exc) or type(exc).__name__, cause)
+
+    def to_dict(self) -> dict[str, str]:
+        """The failure as plain data (error details, JSON answers)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -264,27 +296,38 @@ class MemoryManager:
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
                     raise outcome
-                name = (
-                    "TimeoutError" if isinstance(outcome, TimeoutError) else type(outcome).__name__
-                )
-                failures.append(ProviderFailure(pid, name, str(outcome) or name))
+                failures.append(ProviderFailure.of(pid, outcome))
             else:
                 batches.append(outcome)
         asked = [p.capabilities().provider_id for p in providers]
         if providers and not batches:
-            raise RecallError(
-                "recall failed in every provider it asked: "
-                + "; ".join(f"{f.provider_id}: {f.error}" for f in failures),
-                failures=[f.__dict__ for f in failures],
-            )
+            _raise_total_failure(failures)
         merged = merge_results(batches, limit=query.limit, session=self.session)
         return RecallReport(results=merged, asked=asked, failures=failures)
 
     async def recall(self, query: RecallQuery) -> list[RecallResult]:
-        """Merged results of :meth:`recall_report`."""
-        return (await self.recall_report(query)).results
+        """Merged results of :meth:`recall_report`; warns (``PartialRecallWarning``) when
+        some providers failed and the results are the others' only.
+
+        Raises:
+            RecallQueryError: every provider asked refused the query (fix the query).
+            RecallError: every provider asked failed, not all on the query (may pass later).
+        """
+        report = await self.recall_report(query)
+        if report.failures:
+            warnings.warn(PartialRecallWarning.naming(report.failures), stacklevel=2)
+        return report.results
 
     async def close(self) -> None:
         """Close every provider."""
         for provider in self._providers.values():
             await provider.close()
+
+
+def _raise_total_failure(failures: list[ProviderFailure]) -> None:
+    """Raise the error of a recall that every provider it asked failed."""
+    summary = "; ".join(f"{f.provider_id}: {f.error}: {f.message}" for f in failures)
+    details = [f.to_dict() for f in failures]
+    if all(f.cause == "request" for f in failures):
+        raise RecallQueryError(f"every provider refused this recall: {summary}", failures=details)
+    raise RecallError(f"recall failed in every provider it asked: {summary}", failures=details)

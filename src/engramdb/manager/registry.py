@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 
 from engramdb.core.events import EventEnvelope, MemoryProviderRegistered, ProducerRef
-from engramdb.core.scope import Scope
+from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.core.types import ProviderCapabilities
 from engramdb.storage.backend import EventQuery, EventStore
 
 #: Registration events are system-wide, not any tenant's.
 SYSTEM_SCOPE = Scope(tenant="_system")
+#: Where they are read from: that tenant alone, which a login bound to one tenant at a time
+#: (PostgreSQL's service role) may read too.
+SYSTEM_EVENTS = ScopeFilter(SYSTEM_SCOPE, ("tenant",))
 
 
 def apply_registration(
@@ -43,7 +46,9 @@ class ProviderRegistry:
         """Fold registrations appended since the last refresh (by any process)."""
         if self._events is not None:
             query = EventQuery(
-                event_types=(MemoryProviderRegistered.event_type,), after=self._position
+                event_types=(MemoryProviderRegistered.event_type,),
+                scope=SYSTEM_EVENTS,
+                after=self._position,
             )
             for envelope in await self._events.read(query):
                 self._state = apply_registration(self._state, envelope)

@@ -41,12 +41,21 @@ api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False)
 
 @dataclass(frozen=True)
 class Principal:
-    """Verified credentials: the tenant, the user they are bound to (if any), the role."""
+    """Verified credentials: the tenant, the user they are bound to (if any), the role, and
+    for an API key its id."""
 
     tenant: str
     user: str | None
     role: Role
     via: Literal["local", "api_key", "jwt"]
+    key_id: str | None = None
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """Who holds these credentials, for what is bound to its holder (stored answers to
+        idempotent writes): an API key by its id, a JWT by its role and subject (so that a
+        refreshed token is the same holder)."""
+        return (self.tenant, self.via, self.key_id or "", self.role, self.user or "")
 
 
 @dataclass(frozen=True)
@@ -175,7 +184,7 @@ async def authenticate(request: Request) -> Principal:
             raise AuthenticationError("credentials required: an API key or a bearer token")
         if token.startswith(KEY_PREFIX):
             key = await engine.tenancy.verify_key(token)
-            principal = Principal(key.tenant_id, key.user_id, key.role, "api_key")
+            principal = Principal(key.tenant_id, key.user_id, key.role, "api_key", key.key_id)
         else:
             principal = _decode_jwt(token, settings)
             await _lazy_register(engine, request.app.state.known, principal)
@@ -193,19 +202,55 @@ async def read_access(
     _api_key: Annotated[str | None, Depends(api_key_header)] = None,
 ) -> Caller:
     """The caller of a request that reads."""
-    principal = await authenticate(request)
-    if x_tenant_id is not None and x_tenant_id != principal.tenant:
-        raise PermissionDeniedError("these credentials are not for this tenant", tenant=x_tenant_id)
-    caller = Caller(principal, principal.user, x_agent_id or None, x_session_id or None)
-    user = caller.acting_as(x_user_id or None)
-    Scope(tenant=principal.tenant, user=user, agent=caller.agent, session=caller.session)
-    return Caller(principal, user, caller.agent, caller.session)
+    return caller_of(await authenticate(request), x_tenant_id, x_user_id, x_agent_id, x_session_id)
 
 
 async def write_access(caller: Annotated[Caller, Depends(read_access)]) -> Caller:
     """The caller of a request that writes: a reader may not."""
-    if caller.principal.role != "writer":
+    check_writer(caller.principal)
+    return caller
+
+
+def caller_of(
+    principal: Principal,
+    tenant: str | None,
+    user: str | None,
+    agent: str | None,
+    session: str | None,
+) -> Caller:
+    """The caller acting as the scope headers ask, if ``principal`` may.
+
+    Raises:
+        PermissionDeniedError: another tenant, or another user than the credentials'.
+        InvalidScopeError: a header is not a valid scope field.
+    """
+    if tenant is not None and tenant != principal.tenant:
+        raise PermissionDeniedError("these credentials are not for this tenant", tenant=tenant)
+    caller = Caller(principal, principal.user, agent or None, session or None)
+    acting = caller.acting_as(user or None)
+    Scope(tenant=principal.tenant, user=acting, agent=caller.agent, session=caller.session)
+    return Caller(principal, acting, caller.agent, caller.session)
+
+
+def check_writer(principal: Principal) -> None:
+    """Refuse a principal that may only read."""
+    if principal.role != "writer":
         raise PermissionDeniedError("these credentials may only read")
+
+
+async def request_access(request: Request, *, write: bool) -> Caller:
+    """The caller of ``request`` as ``read_access`` (and, if ``write``, ``write_access``)
+    would find it, for code that runs before the route's own dependencies."""
+    headers = request.headers
+    caller = caller_of(
+        await authenticate(request),
+        headers.get("x-tenant-id"),
+        headers.get("x-user-id"),
+        headers.get("x-agent-id"),
+        headers.get("x-session-id"),
+    )
+    if write:
+        check_writer(caller.principal)
     return caller
 
 

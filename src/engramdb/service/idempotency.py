@@ -2,6 +2,13 @@
 printable ASCII characters) is done once; sending it again (same key, same caller, same
 request) replays the first answer, marked ``Idempotent-Replayed: true``.
 
+A key is checked after the caller's access, never before: the request must be one its
+credentials may make (their tenant, their user, a writer's role for a write), else it is
+refused (401, 403) without looking the key up. Keys belong to the holder of the credentials
+(an API key, a JWT's role and subject) and the scope it acts in: the same key sent by
+anyone else is a new request of theirs, run if they may run it, and never answered with
+another's stored answer.
+
 Answers are kept in the database (``StoredResponses``), so a retry that reaches another
 instance replays too. The same key with a different request is refused (422), and a retry
 that arrives while the first is still running gets 409, whichever instance it reaches: the
@@ -19,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
 from engramdb.core.errors import ConflictError, ValidationError
@@ -26,7 +34,7 @@ from engramdb.core.events import new_id
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine
 from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC, StoredResponse, StoredResponses
-from engramdb.service.auth import authenticate
+from engramdb.service.auth import request_access, write_access
 
 HEADER = "idempotency-key"
 REPLAYED = "Idempotent-Replayed"
@@ -36,6 +44,10 @@ _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _SCOPE_HEADERS = ("x-user-id", "x-agent-id", "x-session-id")
 #: Answer headers worth keeping for the replay.
 _KEPT = ("location",)
+
+
+def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
+    return dependant.call is call or any(_depends_on(d, call) for d in dependant.dependencies)
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -71,6 +83,8 @@ class IdempotentRoute(APIRoute):
             extra["parameters"] = [*extra.get("parameters", []), PARAMETER]
             options["openapi_extra"] = extra
         super().__init__(path, endpoint, **options)
+        #: Whether the route asks for a writer (a POST may read: recall, graph search).
+        self.writes = _depends_on(self.dependant, write_access)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         """The route's handler, wrapped for idempotency when the route writes."""
@@ -87,18 +101,20 @@ class IdempotentRoute(APIRoute):
                     f"Idempotency-Key must be 1-{MAX_KEY} printable ASCII characters",
                     field=HEADER,
                 )
-            principal = await authenticate(request)
+            # Access first: a stored answer is only ever replayed to who may make the request.
+            caller = await request_access(request, write=self.writes)
+            principal = caller.principal
             engine: Engine = request.app.state.engine
             settings = request.app.state.settings
             store = StoredResponses(
                 engine.provider(IDEMPOTENCY_SPEC, Scope(tenant=principal.tenant)),
                 ttl_ms=settings.idempotency_ttl_s * 1000,
                 lease_ms=settings.idempotency_lease_s * 1000,
-                user_id=principal.user or request.headers.get("x-user-id"),
+                user_id=caller.user,
             )
-            # Keys are per caller: the credentials' user and the scope the request acts in.
+            # Keys are per holder of the credentials and the scope the request acts in.
             acting = [request.headers.get(h, "") for h in _SCOPE_HEADERS]
-            slot = _digest(principal.user or "", *acting, key)
+            slot = _digest(*principal.identity, *acting, key)
             fingerprint = _digest(
                 request.method, request.url.path, request.url.query, await request.body()
             )

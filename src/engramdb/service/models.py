@@ -44,9 +44,10 @@ Text = Field(min_length=1, max_length=1_000_000)
 
 
 class Body(BaseModel):
-    """A request body: unknown fields are refused, so a typo is an error, not a no-op."""
+    """A request body: unknown fields are refused, so a typo is an error, not a no-op, and so
+    are numbers JSON does not have (``NaN``, ``Infinity``), which Python's parser lets in."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ErrorBody(BaseModel):
@@ -267,10 +268,22 @@ class RecallIn(Body):
     timeout_s: float | None = Field(default=None, ge=1, le=300)
 
 
+class FailedProvider(BaseModel):
+    """A provider a recall asked that failed: ``cause`` is ``request`` when it refused the
+    query itself, ``runtime`` when it could not answer now (a store, a model, a timeout)."""
+
+    provider_id: str
+    error: str
+    message: str
+    cause: Literal["request", "runtime"]
+
+
 class RecallOut(BaseModel):
-    """Recall hits across providers, merged by relevance."""
+    """Recall hits across providers, merged by relevance; ``failed_providers`` names the
+    providers left out because they failed (the hits are the others')."""
 
     results: list[RecallResult]
+    failed_providers: list[FailedProvider] = Field(default_factory=list)
 
 
 class EventPage(BaseModel):

@@ -16,18 +16,28 @@ from engramdb.storage.backend import Backend
 BackendFactory = Callable[[str, dict[str, Any]], Awaitable[Backend]]
 #: Applies a target's pending schema migrations and returns their names.
 Migrator = Callable[[str], Awaitable[list[str]]]
+#: Creates a service login (target, login, password); returns whether it was created.
+LoginMaker = Callable[[str, str, str | None], Awaitable[bool]]
 _FACTORIES: dict[str, BackendFactory] = {}
 _MIGRATORS: dict[str, Migrator] = {}
+_LOGIN_MAKERS: dict[str, LoginMaker] = {}
 
 
 def register_backend(
-    scheme: str, factory: BackendFactory, migrator: Migrator | None = None
+    scheme: str,
+    factory: BackendFactory,
+    migrator: Migrator | None = None,
+    login_maker: LoginMaker | None = None,
 ) -> None:
     """Serve ``scheme://…`` targets with ``factory(target, options)``; ``migrator(target)``,
-    if given, brings a target's schema up to date without opening it for work."""
+    if given, brings a target's schema up to date without opening it for work, and
+    ``login_maker``, for a backend with logins of its own, creates a login that serves every
+    tenant without any way past the one each transaction names."""
     _FACTORIES[scheme] = factory
     if migrator is not None:
         _MIGRATORS[scheme] = migrator
+    if login_maker is not None:
+        _LOGIN_MAKERS[scheme] = login_maker
 
 
 def schemes() -> list[str]:
@@ -75,6 +85,25 @@ async def migrate_target(target: str | Path) -> list[str]:
             f"{scheme!r} targets have no separate migration step", target=str(target)
         )
     return await migrator(location)
+
+
+async def create_service_login(target: str | Path, login: str, password: str | None = None) -> bool:
+    """Create the login ``login`` that a service of ``target`` connects as, which reaches one
+    tenant at a time whatever it runs, as ``target``'s connecting user; returns whether it was
+    created (``False``: it exists and is such a login already).
+
+    Raises:
+        UnsupportedTargetError: ``target``'s backend has no logins (SQLite).
+        UsageError: the name is not a plain identifier, or the existing role has more rights.
+        StorageError: the database refused (the connecting user may not create roles).
+    """
+    scheme, location = _known_scheme(target)
+    maker = _LOGIN_MAKERS.get(scheme)
+    if maker is None:
+        raise UnsupportedTargetError(
+            f"{scheme!r} targets have no logins of their own", target=str(target)
+        )
+    return await maker(location, login, password)
 
 
 def _known_scheme(target: str | Path) -> tuple[str, str]:
@@ -133,5 +162,12 @@ async def _migrate_postgres(url: str) -> list[str]:
     return applied
 
 
+async def _postgres_login(url: str, login: str, password: str | None) -> bool:
+    created: bool = await _postgres(url).create_service_login(
+        _libpq_url(url), login, password=password
+    )
+    return created
+
+
 register_backend("sqlite", _open_sqlite, _migrate_sqlite)
-register_backend("postgresql", _open_postgres, _migrate_postgres)
+register_backend("postgresql", _open_postgres, _migrate_postgres, _postgres_login)

@@ -11,7 +11,14 @@ from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
-from engramdb.service.models import Deleted, EntryIn, Page, RecallIn, RecallOut
+from engramdb.service.models import (
+    Deleted,
+    EntryIn,
+    FailedProvider,
+    Page,
+    RecallIn,
+    RecallOut,
+)
 from engramdb.service.routing import KeyPath, Offset, area_router
 from engramdb.storage.records import RecordQuery
 
@@ -79,6 +86,12 @@ async def delete_entry(key: KeyPath, caller: WriteCaller, engine: EngineDep) -> 
 @router.post("/recall", summary="Unified recall")
 async def recall(body: RecallIn, caller: ReadCaller, engine: EngineDep) -> RecallOut:
     """The memories across every provider of the caller's scope that best match the query,
-    merged by relevance."""
+    merged by relevance. A provider that fails is named in ``failed_providers``; when every
+    one fails the answer is an error: 422 ``invalid_recall_query`` if they all refused the
+    query, else 503 ``recall_error``."""
     query = RecallQuery.model_validate(body.model_dump())
-    return RecallOut(results=await caller.memory(engine).manager.recall(query))
+    report = await caller.memory(engine).manager.recall_report(query)
+    return RecallOut(
+        results=report.results,
+        failed_providers=[FailedProvider.model_validate(f.to_dict()) for f in report.failures],
+    )

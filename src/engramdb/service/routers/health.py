@@ -16,5 +16,7 @@ async def health(request: Request, engine: EngineDep) -> Health:
     """``ok`` when the service runs and its database answers."""
     from engramdb import __version__
 
-    await engine.events.last_position()
+    # Reads the provider registrations: a query any login may run (a service login may not
+    # read across tenants), and it keeps this instance's registry fresh.
+    await engine.registry.refresh()
     return Health(version=__version__, auth=request.app.state.settings.auth)

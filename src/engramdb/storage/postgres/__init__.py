@@ -2,6 +2,13 @@
 
 from engramdb.storage.postgres.backend import PostgresBackend, migrate
 from engramdb.storage.postgres.event_store import PostgresEventStore
+from engramdb.storage.postgres.logins import create_service_login
 from engramdb.storage.postgres.search import PostgresSearch
 
-__all__ = ["PostgresBackend", "PostgresEventStore", "PostgresSearch", "migrate"]
+__all__ = [
+    "PostgresBackend",
+    "PostgresEventStore",
+    "PostgresSearch",
+    "create_service_login",
+    "migrate",
+]

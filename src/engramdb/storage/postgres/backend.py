@@ -16,12 +16,17 @@ from typing import Any
 
 import psycopg
 
-from engramdb.core.errors import MigrationError, StorageError
+from engramdb.core.errors import MigrationError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
 from engramdb.storage.migrations import pending
-from engramdb.storage.postgres.connection import Connection, PostgresPool, redacted_url
+from engramdb.storage.postgres.connection import (
+    Connection,
+    PostgresPool,
+    connect,
+    redacted_url,
+)
 from engramdb.storage.postgres.event_store import (
     PostgresEventStore,
     ensure_replicas,
@@ -140,6 +145,15 @@ async def _apply(
     )
 
 
+async def _holds_no_privilege(conn: Connection) -> bool:
+    cursor = await conn.execute(
+        "SELECT NOT has_table_privilege('engram_migrations', 'SELECT') "
+        "AND pg_has_role((SELECT oid FROM pg_roles WHERE rolname = %s), 'MEMBER')",
+        (SERVICE_ROLE,),
+    )
+    return bool((await cursor.fetchone() or (False,))[0])
+
+
 async def migrate(url: str, *, connect_timeout: float = 10.0) -> list[str]:
     """Apply pending migrations to the database at ``url``, as its connecting user (who must
     be allowed to create the extension, roles and tables); returns the names applied.
@@ -150,12 +164,7 @@ async def migrate(url: str, *, connect_timeout: float = 10.0) -> list[str]:
             migrated by a newer Engram.
     """
     where = redacted_url(url)
-    try:
-        conn = await psycopg.AsyncConnection.connect(
-            url, connect_timeout=max(1, int(connect_timeout))
-        )
-    except psycopg.Error as exc:
-        raise StorageError(f"cannot connect to PostgreSQL at {where}: {exc}", url=where) from exc
+    conn = await connect(url, connect_timeout)
     try:
         async with conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -166,6 +175,9 @@ async def migrate(url: str, *, connect_timeout: float = 10.0) -> list[str]:
                     "CREATE TABLE engram_migrations ("
                     "name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
                 )
+            elif await _holds_no_privilege(conn):
+                # A service login (see ``logins``) reads the version as the role it may become.
+                await conn.execute(f"SET LOCAL ROLE {SERVICE_ROLE}")
             cursor = await conn.execute("SELECT name FROM engram_migrations ORDER BY name")
             applied = [row[0] for row in await cursor.fetchall()]
             ran = []

@@ -41,6 +41,21 @@ def redacted_url(url: str) -> str:
     return f"postgresql://{f'{user}@' if user else ''}{where}/{info.get('dbname', '')}"
 
 
+async def connect(url: str, connect_timeout: float = 10.0) -> Connection:
+    """One connection outside the pool (schema and role administration).
+
+    Raises:
+        StorageError: the server cannot be reached within ``connect_timeout`` seconds.
+    """
+    try:
+        return await psycopg.AsyncConnection.connect(
+            url, connect_timeout=max(1, int(connect_timeout))
+        )
+    except psycopg.Error as exc:
+        where = redacted_url(url)
+        raise StorageError(f"cannot connect to PostgreSQL at {where}: {exc}", url=where) from exc
+
+
 async def _configure(conn: Connection) -> None:
     # Times and JSON come back as the text the shared row mapping parses: JSON exactly as
     # written (json, unlike jsonb, keeps the text), times in UTC (the session's time zone).
@@ -89,8 +104,10 @@ class PostgresPool:
 
     @asynccontextmanager
     async def owner(self) -> AsyncIterator[Connection]:
-        """A transaction as the connecting user itself (schema changes only: with forced
-        row-level security and no policy of its own, it sees no rows)."""
+        """A transaction as the connecting user itself, for schema changes only: no policy
+        names it, so forced row-level security shows it no rows unless it is a superuser
+        (who bypasses it) or owns the tables (and may switch it off); a service login may
+        read no table at all this way (see ``logins``)."""
         async with self._borrow() as conn, conn.transaction():
             yield conn
 

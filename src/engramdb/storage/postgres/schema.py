@@ -10,7 +10,9 @@ its own table; all share one record layout, so the backend keeps a single record
 Row-level security binds two roles the migrations create: ``engram_service`` sees only the
 rows of the tenant (and, for episodic and procedural memory, the user) set in the current
 transaction; ``engram_admin`` is for explicit cross-tenant work (stats, rebuilds, reindexing).
-``FORCE ROW LEVEL SECURITY`` binds the owner too, who has no policy and so sees nothing.
+``FORCE ROW LEVEL SECURITY`` binds an owner that is not a superuser to the policies too (none
+names it, so its queries see no row), but an owner may switch the security off and a
+superuser bypasses it: services connect as a service login instead (see ``logins``).
 """
 
 from __future__ import annotations
@@ -233,7 +235,8 @@ def _tenant_scoped_ids() -> tuple[str, ...]:
 
 def _security(table: str) -> tuple[str, ...]:
     """Row-level security on ``table`` for the service role (tenant, and user where private)
-    and the admin role (every row), forced so that the owner is bound as well."""
+    and the admin role (every row), forced so that a non-superuser owner's queries are bound
+    as well."""
     tenant_column = "id" if table == "tenants" else "tenant_uuid"
     rule = f"{tenant_column} = engram_tenant()"
     if table in USER_PRIVATE_TABLES:

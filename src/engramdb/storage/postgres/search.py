@@ -52,8 +52,9 @@ class PostgresSearch:
     def __init__(self, pool: PostgresPool, indexes: VectorIndexes) -> None:
         self._pool = pool
         self._indexes = indexes
-        #: Who counts document frequencies: the admin role counts every tenant's records; a
-        #: login without it counts none, which only turns off common-word pruning above.
+        #: Who reads across tenants for statistics (document frequencies, the models of stored
+        #: vectors): the admin role reads every tenant's records; a login without it reads
+        #: none, which only turns off common-word pruning and the start-up model check.
         self.statistics = ADMIN
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
@@ -173,8 +174,9 @@ class PostgresSearch:
         return dict(sorted(totals.items()))
 
     async def edge_vector_models(self) -> set[str]:
-        """The models of the vectors of each table's lowest and highest vectored record id."""
-        async with self._pool.transaction(ADMIN) as conn:
+        """The models of the vectors of each table's lowest and highest vectored record id
+        (none, for a login that may not read across tenants)."""
+        async with self._pool.transaction(self.statistics) as conn:
             rows = await (await conn.execute(EDGE_VECTOR_MODELS)).fetchall()
         return {str(model) for (model,) in rows}
 
