@@ -27,6 +27,9 @@ Quoted text takes double or single quotes and may hold spaces; inside it ``\\"``
 ``\\\\`` stand for the quote or backslash, and any other backslash is kept as written. An id
 or key may also be quoted (needed only when it starts with a quote).
 
+The same instructions may be written in words — "memory id 5", "delete the oldest 3 items",
+"slightly fade the memory about …" — which ``forget_phrases`` reads as this grammar's text.
+
 ``parse_forget`` turns text into a ``ForgetInstruction``; ``render_forget`` turns one back into
 its canonical text (``parse_forget(render_forget(i)) == i``). Each memory type declares which
 forms it supports by keyword (``instruction_name``) and calls ``require_supported``. Bad text
@@ -44,6 +47,7 @@ from engramdb.orchestrator.forget_instructions import (
     DEFAULT_FADE_AMOUNT,
     FORGET_KEYWORDS,
     GRAMMAR_HELP,
+    PHRASES_HELP,
     QUOTES,
     All,
     Before,
@@ -63,10 +67,12 @@ from engramdb.orchestrator.forget_instructions import (
     render_forget,
     require_supported,
 )
+from engramdb.orchestrator.forget_phrases import PhraseRejected, phrase_to_grammar
 
 __all__ = [
     "FORGET_KEYWORDS",
     "GRAMMAR_HELP",
+    "PHRASES_HELP",
     "All",
     "Before",
     "BeforeTurn",
@@ -285,12 +291,24 @@ def _parse(text: str) -> ForgetInstruction:
     raise _unknown(text)
 
 
-def parse_forget(text: str) -> ForgetInstruction:
-    """Parse one forget instruction (see the module docstring for the grammar).
+def _exact(text: str, given: str) -> ForgetInstruction:
+    """``text`` read by the exact grammar; errors quote ``given``, what the caller wrote."""
+    try:
+        return _parse(text)
+    except _Reject as reject:
+        raise ForgetInstructionError(given, reject.reason) from None
+    except ForgetInstructionError as error:  # an instruction object refused its values
+        raise ForgetInstructionError(given, error.details["reason"]) from None
+
+
+def parse_forget(text: str, *, phrases: bool = True) -> ForgetInstruction:
+    """Parse one forget instruction: the grammar (see the module docstring), else, with
+    ``phrases``, the same instructions in words (``forget_phrases``: "memory id 5", "delete
+    the oldest 3 items", "slightly fade the memory about …").
 
     Raises:
-        ForgetInstructionError: the text does not follow the grammar; the message says why
-            and lists the grammar.
+        ForgetInstructionError: the text is neither; the message says why and lists the
+            grammar and the phrasings.
     """
     if not isinstance(text, str):
         raise ForgetInstructionError(repr(text), f"expected text, got {type(text).__name__}")
@@ -298,8 +316,14 @@ def parse_forget(text: str) -> ForgetInstruction:
     if not stripped:
         raise ForgetInstructionError(text, "the instruction is empty")
     try:
-        return _parse(stripped)
-    except _Reject as reject:
-        raise ForgetInstructionError(text, reject.reason) from None
-    except ForgetInstructionError as error:  # an instruction object refused its values
-        raise ForgetInstructionError(text, error.details["reason"]) from None
+        return _exact(stripped, text)
+    except ForgetInstructionError:
+        if not phrases:
+            raise
+        try:
+            rewritten = phrase_to_grammar(stripped)
+        except PhraseRejected as rejected:
+            raise ForgetInstructionError(text, rejected.reason) from None
+        if rewritten is None or rewritten == stripped:
+            raise
+    return _exact(rewritten, text)

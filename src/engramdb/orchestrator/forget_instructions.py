@@ -29,6 +29,19 @@ forget instructions (keywords are case-insensitive):
   fade "<text>" [by <0..1>]          lower the importance of matching items (default by 0.5)
   all                                every item"""
 
+PHRASES_HELP = """\
+or in words (a verb such as forget, delete or remove may lead), for example:
+  memory id 5 / forget memory 5                  id:5
+  oldest item / delete the oldest 3 items        oldest 3
+  the 2 least important memories                least important 2
+  forget everything before 2024-01-01            before 2024-01-01
+  everything before turn 12                      before turn 12
+  anything older than a week                     older than 1 week
+  forget what I said about my old job            matching "my old job"
+  slightly fade the memory about the bike        fade "the bike" by 0.25 (a little, strongly,
+                                                 completely, by 30%)
+  forget all / everything                        all"""
+
 FORGET_KEYWORDS: tuple[str, ...] = (
     "id",
     "key",
@@ -56,13 +69,16 @@ class ForgetInstructionError(ValidationError):
     """A forget instruction does not follow the grammar (or an instruction object is invalid).
 
     ``details``: ``instruction`` (the text as given) and ``reason`` (what is wrong with it).
-    The message quotes the instruction, says what is wrong, and lists the grammar.
+    The message quotes the instruction, says what is wrong, and lists the grammar and the
+    phrasings it also reads.
     """
 
     code = "invalid_forget_instruction"
 
     def __init__(self, instruction: str, reason: str, **details: Any) -> None:
-        message = f"invalid forget instruction {instruction!r}: {reason}\n{GRAMMAR_HELP}"
+        message = (
+            f"invalid forget instruction {instruction!r}: {reason}\n{GRAMMAR_HELP}\n{PHRASES_HELP}"
+        )
         super().__init__(message, instruction=instruction, reason=reason, **details)
 
 
