@@ -7,11 +7,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engramdb.core.scope import DEFAULT_TENANT, Scope
+from engramdb.core.scope import Scope
 from engramdb.engine import Engine, EngineConfig, ScopedMemory
 from engramdb.engine import open as open_async
 from engramdb.orchestrator.tenancy import Tenancy
-from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import EventStore
 from engramdb.sync.memory_types import (
     SyncConversationMemory,
@@ -24,7 +23,7 @@ from engramdb.sync.memory_types import (
     SyncTaskContexts,
     SyncWorkingMemory,
 )
-from engramdb.sync.portal import Portal, SyncView, blocking, invoke, iterating, view
+from engramdb.sync.portal import Portal, SyncView, blocking, invoke, iterating, view, viewing
 from engramdb.sync.providers import (
     SyncEventSourcedProvider,
     SyncGraphMemoryProvider,
@@ -115,22 +114,8 @@ class SyncEngine(SyncView[Engine]):
         """The engine's settings."""
         return self.wrapped.config
 
-    def scope(
-        self,
-        tenant: str = DEFAULT_TENANT,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        plan: str | None = None,
-    ) -> SyncScopedMemory:
-        """See ``Engine.scope``."""
-        return SyncScopedMemory(
-            self.wrapped.scope(tenant, user, agent, session, plan), self._portal
-        )
-
-    def provider(self, spec: ProjectionSpec, scope: Scope) -> SyncEventSourcedProvider:
-        """See ``Engine.provider``."""
-        return SyncEventSourcedProvider(self.wrapped.provider(spec, scope), self._portal)
+    scope = viewing(Engine.scope, SyncScopedMemory)
+    provider = viewing(Engine.provider, SyncEventSourcedProvider)
 
     def close(self) -> None:
         """Close the engine (``Engine.close``) and stop its loop thread; idempotent."""

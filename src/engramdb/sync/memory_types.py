@@ -4,24 +4,24 @@ tenant's task contexts, plans and sessions."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from engramdb.orchestrator.conversation import ConversationMemory
 from engramdb.orchestrator.episodic import EpisodicMemory
-from engramdb.orchestrator.plans import Plans
+from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.plugin import StoredMemoryType
 from engramdb.orchestrator.procedural import ProceduralMemory
-from engramdb.orchestrator.resources import ResourceStore
+from engramdb.orchestrator.resources import Resource, ResourceStore
 from engramdb.orchestrator.semantic import SemanticMemory
-from engramdb.orchestrator.sessions import Sessions
-from engramdb.orchestrator.tasks import TaskContexts
+from engramdb.orchestrator.sessions import Session, Sessions
+from engramdb.orchestrator.tasks import TaskContext, TaskContexts
 from engramdb.orchestrator.working import WorkingMemory
 from engramdb.storage.records import Record
 from engramdb.sync.portal import SyncView, blocking, view
 from engramdb.sync.providers import SyncEventSourcedProvider
 
 TM = TypeVar("TM", bound=StoredMemoryType)
-TR = TypeVar("TR", bound=ResourceStore[Any])
+M = TypeVar("M", bound=Resource)
 
 
 class SyncMemoryType(SyncView[TM]):
@@ -84,41 +84,30 @@ class SyncConversationMemory(SyncMemoryType[ConversationMemory]):
     recent = blocking(ConversationMemory.recent)
 
 
-class SyncResourceStore(SyncView[TR]):
-    """Blocking view of a tenant's resources of one kind."""
+class SyncResourceStore(SyncView[ResourceStore[M]], Generic[M]):
+    """Blocking view of a tenant's resources of one kind (``ResourceStore``)."""
 
     provider = view(SyncEventSourcedProvider)
+    find = blocking(ResourceStore[M].find)
+    get = blocking(ResourceStore[M].get)
+    create = blocking(ResourceStore[M].create)
+    update = blocking(ResourceStore[M].update)
+    delete = blocking(ResourceStore[M].delete)
+    list = blocking(ResourceStore[M].list)
 
 
-class SyncTaskContexts(SyncResourceStore[TaskContexts]):
+class SyncTaskContexts(SyncResourceStore[TaskContext]):
     """Blocking view of ``TaskContexts``."""
 
-    find = blocking(TaskContexts.find)
-    get = blocking(TaskContexts.get)
-    create = blocking(TaskContexts.create)
-    update = blocking(TaskContexts.update)
-    delete = blocking(TaskContexts.delete)
-    list = blocking(TaskContexts.list)
     by_subtask = blocking(TaskContexts.by_subtask)
 
 
-class SyncPlans(SyncResourceStore[Plans]):
+class SyncPlans(SyncResourceStore[Plan]):
     """Blocking view of ``Plans``."""
 
-    find = blocking(Plans.find)
-    get = blocking(Plans.get)
-    create = blocking(Plans.create)
-    update = blocking(Plans.update)
-    delete = blocking(Plans.delete)
-    list = blocking(Plans.list)
 
-
-class SyncSessions(SyncResourceStore[Sessions]):
+class SyncSessions(SyncResourceStore[Session]):
     """Blocking view of ``Sessions``."""
 
-    find = blocking(Sessions.find)
-    get = blocking(Sessions.get)
     create = blocking(Sessions.create)
     update = blocking(Sessions.update)
-    delete = blocking(Sessions.delete)
-    list = blocking(Sessions.list)

@@ -7,7 +7,9 @@ object; and the one-line declarations a view consists of:
 - ``iterating(Async.method)``: the same for a method that returns an async iterator, whose
   items the view's method yields one by one;
 - ``view(SyncThing)``: an attribute (or property) of the wrapped object that is itself an
-  async object, seen through its own view.
+  async object, seen through its own view;
+- ``viewing(Async.method, SyncThing)``: a plain method that returns an async object, whose
+  twin returns it seen through ``SyncThing``.
 
 The view's method has the async method's parameters (a new argument of the async method is
 there at once, for type checkers too) and its docstring; there is no second implementation.
@@ -135,25 +137,25 @@ class SyncView(Generic[W]):
 
 
 class _Twin:
-    """A view attribute named after one attribute of the wrapped object (checked)."""
+    """A view attribute that wraps the method of the same name of the wrapped object."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, method: Callable[..., Any]) -> None:
+        self.name = method.__name__
+        self.method = method
+        self.__doc__ = method.__doc__
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
         if name != self.name:
             raise TypeError(f"{owner.__name__}.{name} must be named {self.name!r}, as it wraps")
 
-
-class _Blocking(_Twin, Generic[P, R]):
-    def __init__(self, method: Callable[Concatenate[Any, P], Awaitable[R]]) -> None:
-        super().__init__(method.__name__)
-        self.method = method
-        self.__doc__ = method.__doc__
-
     @property
     def __signature__(self) -> inspect.Signature:
         return inspect.signature(self.method)
+
+
+class _Blocking(_Twin, Generic[P, R]):
+    def __init__(self, method: Callable[Concatenate[Any, P], Awaitable[R]]) -> None:
+        super().__init__(method)
 
     @overload
     def __get__(self, obj: None, owner: type[Any] | None = None) -> Self: ...
@@ -181,13 +183,7 @@ class _Blocking(_Twin, Generic[P, R]):
 
 class _Iterating(_Twin, Generic[P, Y]):
     def __init__(self, method: Callable[Concatenate[Any, P], AsyncIterator[Y]]) -> None:
-        super().__init__(method.__name__)
-        self.method = method
-        self.__doc__ = method.__doc__
-
-    @property
-    def __signature__(self) -> inspect.Signature:
-        return inspect.signature(self.method)
+        super().__init__(method)
 
     @overload
     def __get__(self, obj: None, owner: type[Any] | None = None) -> Self: ...
@@ -214,6 +210,35 @@ class _Iterating(_Twin, Generic[P, Y]):
     def __call__(
         self, obj: SyncView[Any], /, *args: P.args, **kwargs: P.kwargs
     ) -> Generator[Y, None, None]:
+        return self.__get__(obj)(*args, **kwargs)
+
+
+class _Viewing(_Twin, Generic[P, V]):
+    def __init__(self, method: Callable[Concatenate[Any, P], Any], view_type: type[V]) -> None:
+        super().__init__(method)
+        self.view_type = view_type
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, obj: SyncView[Any], owner: type[Any] | None = None) -> Callable[P, V]: ...
+
+    def __get__(
+        self, obj: SyncView[Any] | None, owner: type[Any] | None = None
+    ) -> Self | Callable[P, V]:
+        if obj is None:
+            return self
+        method: Callable[P, Any] = getattr(obj.wrapped, self.name)
+        view_type, portal = self.view_type, obj._portal
+
+        @functools.wraps(method)
+        def viewing_twin(*args: P.args, **kwargs: P.kwargs) -> V:
+            return view_type(method(*args, **kwargs), portal)
+
+        return viewing_twin
+
+    def __call__(self, obj: SyncView[Any], /, *args: P.args, **kwargs: P.kwargs) -> V:
         return self.__get__(obj)(*args, **kwargs)
 
 
@@ -249,6 +274,13 @@ def iterating(
     """The blocking twin of ``method``, which returns an async iterator: the twin returns an
     iterator that fetches each item on the portal as it is asked for."""
     return _Iterating(method)
+
+
+def viewing(method: Callable[Concatenate[Any, P], Any], view_type: type[V]) -> _Viewing[P, V]:
+    """The blocking twin of the plain method ``method``, which returns an async object: the
+    twin returns it seen through ``view_type`` (``scope = viewing(Engine.scope,
+    SyncScopedMemory)``)."""
+    return _Viewing(method, view_type)
 
 
 def view(view_type: type[V]) -> _View[V]:
