@@ -67,6 +67,8 @@ from engramdb.core.types import (
 from engramdb.engine import Engine, EngineConfig, RebuildReport, ScopedMemory, open
 from engramdb.manager.manager import MemoryManager, ProviderFailure, RecallReport
 from engramdb.manager.registry import ProviderRegistry
+from engramdb.orchestrator.plugin import TypeLimits
+from engramdb.orchestrator.type_limits import MemoryTypeLimits
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.providers.graph import (
@@ -128,6 +130,7 @@ __all__ = [
     "MemoryProvider",
     "MemoryProviderRegistered",
     "MemoryTier",
+    "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
     "NoProviderForTierError",
@@ -160,6 +163,7 @@ __all__ = [
     "SyncEngine",
     "TraceContext",
     "TraversalPattern",
+    "TypeLimits",
     "UnsupportedTargetError",
     "UsageError",
     "ValidationError",

@@ -42,6 +42,7 @@ from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
 from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
 from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
+from engramdb.orchestrator.type_limits import MemoryTypeLimits
 from engramdb.orchestrator.working import WORKING_SPEC, WorkingMemory
 from engramdb.providers.event_sourced import (
     EventSourcedProvider,
@@ -94,7 +95,8 @@ class EngineConfig:
     ``"reindex"`` embeds those records again before ``open`` returns, ``"error"`` raises
     ``StaleVectorsError``. ``reranker`` (say an ``HttpReranker``) re-orders the best hits of
     every hybrid search (``SearchConfig.rerank_candidates`` / ``rerank_weight``); none by
-    default.
+    default. ``type_limits`` holds each memory type's capacity and default TTL
+    (``MemoryTypeLimits``); ``working`` is the in-process tier-1 store of the manager API.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -110,6 +112,7 @@ class EngineConfig:
     sentence_vectors: bool = True
     on_model_change: Literal["warn", "reindex", "error"] = "warn"
     reranker: Reranker | None = None
+    type_limits: MemoryTypeLimits = field(default_factory=MemoryTypeLimits)
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -165,13 +168,16 @@ class ScopedMemory:
             if spec.namespace not in _RESOURCE_NAMESPACES
         }
         self.persistent = providers[PERSISTENT_PROVIDER_ID]
-        self.episodic = EpisodicMemory(providers[EPISODIC_SPEC.namespace])
+        limits = engine.config.type_limits
+        self.episodic = EpisodicMemory(providers[EPISODIC_SPEC.namespace], limits.episodic)
         self.semantic = SemanticMemory(
-            providers[SEMANTIC_SPEC.namespace], providers[PUBLIC_SPEC.namespace]
+            providers[SEMANTIC_SPEC.namespace], providers[PUBLIC_SPEC.namespace], limits.semantic
         )
-        self.procedural = ProceduralMemory(providers[PROCEDURAL_SPEC.namespace])
-        self.conversation = ConversationMemory(providers[CONVERSATION_SPEC.namespace])
-        self.working = WorkingMemory(providers[WORKING_SPEC.namespace])
+        self.procedural = ProceduralMemory(providers[PROCEDURAL_SPEC.namespace], limits.procedural)
+        self.conversation = ConversationMemory(
+            providers[CONVERSATION_SPEC.namespace], limits.conversation
+        )
+        self.working = WorkingMemory(providers[WORKING_SPEC.namespace], limits.working)
         self.redaction = engine.config.redaction
         for plugin in self.types():
             plugin.llm = engine.llm

@@ -48,6 +48,22 @@ async def test_without_a_model_free_form_text_is_refused(
             await episodic.forget("please drop my old job")
 
 
+@pytest.mark.parametrize("model", ["fail-500", "emoji"])
+async def test_when_the_model_fails_or_talks_the_phrasings_still_work(
+    fake: FakeChatServer, tmp_path: Path, embedder: MiniLMEmbedder, model: str
+) -> None:
+    config = EngineConfig(embedder=embedder, llm=LLMConfig(model=model, base_url=fake.base_url))
+    async with engramdb.open(tmp_path / "p.db", config=config) as engine:
+        episodic = engine.scope(tenant="acme").episodic
+        await episodic.memorize(MemoryItem(text="I quit my old job at the bank", id="job"))
+        await episodic.memorize(MemoryItem(text="I adopted a cat", id="cat"))
+        result = await episodic.forget("please forget what I said about my old job")
+        assert result.forgotten == ["job"]
+        assert len(fake.requests) == 1  # asked first, then read by the rules
+        with pytest.raises(ForgetInstructionError, match="forget anything about my cat"):
+            await episodic.forget("forget my cat")
+
+
 async def test_summaries_are_abstractive_and_within_the_limit(
     fake: FakeChatServer, tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:

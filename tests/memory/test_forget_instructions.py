@@ -76,6 +76,57 @@ async def test_instruction_selects_what_it_says(
     assert sorted(hidden) == (expected if mode == "soft" else [])
 
 
+IN_WORDS = [
+    ("memory id c", ["c"]),
+    ("oldest item", ["a"]),
+    ("delete the oldest 2 items", ["a", "b"]),
+    ("forget the least important memory", ["b"]),
+    ("forget everything before 2026-01-12", ["a", "b"]),
+    ("forget what I said about the corner shop", ["a", "d"]),
+    ("forget all", ["a", "b", "c", "d"]),
+]
+
+
+@pytest.mark.parametrize(("instruction", "expected"), IN_WORDS)
+async def test_instructions_in_words_select_what_they_say(
+    engine: Engine, instruction: str, expected: list[str]
+) -> None:
+    plugin = engine.scope(tenant="acme", user="alice").episodic
+    await fill(plugin)
+    result = await plugin.forget(instruction, "hard")
+    assert sorted(result.forgotten) == expected
+    assert result.instruction == instruction
+
+
+async def test_the_spec_fade_sentence_fades_a_little(engine: Engine) -> None:
+    plugin = engine.scope(tenant="acme", user="alice").working
+    await fill(plugin)
+    await plugin.memorize(MemoryItem(text="being on a bike at 5 years old", id="bike"))
+    result = await plugin.forget("slightly fade the memory about being on a bike at 5 years old")
+    assert result.faded == ["bike"]
+    assert result.forgotten == []
+    weights = {r.key: r.value["importance"] for r in await plugin.records()}
+    assert weights["bike"] == 0.375  # 0.5 faded by a quarter
+    assert weights["a"] == 0.9
+
+
+async def test_the_cli_forgets_by_the_spec_sentences(engine: Engine, db_path: Path) -> None:
+    plugin = engine.scope(tenant="acme", user="alice").episodic
+    await fill(plugin)
+    await plugin.memorize(MemoryItem(text="note five", id="5", occurred_at=T0 + timedelta(9)))
+    await engine.close()
+    cli = CliRunner(env={"ENGRAM_DB": str(db_path)})
+    scope = ["--tenant", "acme", "--user", "alice"]
+    for sentence, told in (("memory id 5", "forgot (soft) 1: 5"), ("oldest item", ": a")):
+        result = await asyncio.to_thread(cli.invoke, app, [*scope, "forget", sentence])
+        assert result.exit_code == 0, result.stderr
+        assert told in result.stdout
+    result = await asyncio.to_thread(cli.invoke, app, [*scope, "forget", "banish the rest"])
+    assert result.exit_code == 2
+    assert "id:<id>" in result.stderr
+    assert "delete the oldest 3 items" in result.stderr
+
+
 async def test_key_instruction_on_semantic_memory(engine: Engine) -> None:
     plugin = engine.scope(tenant="acme", user="alice").semantic
     await fill(plugin)

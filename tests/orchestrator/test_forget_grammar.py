@@ -14,6 +14,7 @@ from engramdb.core.errors import ValidationError
 from engramdb.orchestrator.forget_grammar import (
     FORGET_KEYWORDS,
     GRAMMAR_HELP,
+    PHRASES_HELP,
     All,
     Before,
     BeforeTurn,
@@ -109,6 +110,110 @@ def test_every_form_parses(text: str, expected: ForgetInstruction) -> None:
     assert parse_forget(text) == expected
 
 
+_2024 = Before(datetime(2024, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The example sentences of the memory-plugin interface spec, and its forms.
+        ("memory id 5", ById("5")),
+        ("oldest item", Oldest()),
+        (
+            "slightly fade the memory about being on a bike at 5 years old",
+            Fade("being on a bike at 5 years old", 0.25),
+        ),
+        ("oldest", Oldest()),
+        ("least important", LeastImportant()),
+        ("before timestamp 2024-01-01T10:00:00Z", Before(datetime(2024, 1, 1, 10, tzinfo=UTC))),
+        ("before 2024-01-01", _2024),
+        ("key:user.city", ByKey("user.city")),
+        ("before turn 12", BeforeTurn(12)),
+    ],
+)
+def test_the_spec_sentences_parse(text: str, expected: ForgetInstruction) -> None:
+    assert parse_forget(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("forget memory 5", ById("5")),
+        ("Forget memory id 5.", ById("5")),
+        ("please delete item #7", ById("7")),
+        ("remove the memory with id abc-123", ById("abc-123")),
+        ("id abc", ById("abc")),
+        ('forget memory id "two words"', ById("two words")),
+        ("forget item number 12", ById("12")),
+        ("forget the fact with key user.city", ByKey("user.city")),
+        ("key user.city", ByKey("user.city")),
+        ("delete the oldest 3 items", Oldest(3)),
+        ("delete the 3 oldest memories", Oldest(3)),
+        ("oldest 3 items", Oldest(3)),
+        ("oldest three", Oldest(3)),
+        ("forget the earliest one", Oldest()),
+        ("can you please drop the oldest memory?", Oldest()),
+        ("remove the least important item", LeastImportant()),
+        ("forget the 2 least important memories", LeastImportant(2)),
+        ("forget everything before 2024-01-01", _2024),
+        ("delete all memories from before 2024", _2024),
+        ("forget anything prior to 2024-01", _2024),
+        ("forget everything older than 2024-01-01", _2024),
+        ("forget everything before turn 4", BeforeTurn(4)),
+        ("forget the turns before 12", BeforeTurn(12)),
+        ("forget anything older than 30 days", OlderThan(timedelta(days=30))),
+        ("forget memories older than a week", OlderThan(timedelta(weeks=1))),
+        ("older than 7 days ago", OlderThan(timedelta(days=7))),
+        ("forget items more than two weeks old", OlderThan(timedelta(weeks=2))),
+        ("forget everything before 3 days ago", OlderThan(timedelta(days=3))),
+        ("forget what I said about my old job", Matching("my old job")),
+        ("forget what I told you about Bob", Matching("Bob")),
+        ("forget about the party", Matching("the party")),
+        ("forget anything mentioning Kyoto", Matching("Kyoto")),
+        ("forget all memories about Bob", Matching("Bob")),
+        ("forget the memory of my trip", Matching("my trip")),
+        ("forget anything that mentions 'the vault'", Matching("the vault")),
+        ('forget "coffee order"', Matching("coffee order")),
+        ("matching coffee order", Matching("coffee order")),
+        ("fade the memory about my trip", Fade("my trip")),
+        ("fade the memory about my trip a little", Fade("my trip", 0.25)),
+        ("fade the memory about my trip a bit", Fade("my trip", 0.25)),
+        ("fade the memory about my trip strongly", Fade("my trip", 0.75)),
+        ("strongly fade what I said about my trip", Fade("my trip", 0.75)),
+        ("fade the memory about my trip completely", Fade("my trip", 1.0)),
+        ("fade the memory about my trip by half", Fade("my trip", 0.5)),
+        ("fade the memory about my trip by 30%", Fade("my trip", 0.3)),
+        ("fade my trip by 0.2", Fade("my trip", 0.2)),
+        ("fade old", Fade("old")),
+        ("fade the song stand by me", Fade("song stand by me")),
+        ("weaken the memory about the party", Fade("the party")),
+        ("lower the importance of what I said about the party", Fade("the party")),
+        ("forget all", All()),
+        ("forget everything", All()),
+        ("Delete everything you know!", All()),
+        ("all items", All()),
+        ("wipe all of it", All()),
+        ("forget every memory", All()),
+    ],
+)
+def test_natural_phrasings_parse(text: str, expected: ForgetInstruction) -> None:
+    assert parse_forget(text) == expected
+    assert parse_forget(text.upper() if expected.keyword in ("oldest", "all") else text) == expected
+
+
+def test_phrasings_can_be_turned_off() -> None:
+    assert parse_forget("oldest 3") == parse_forget("oldest 3", phrases=False)
+    with pytest.raises(ForgetInstructionError, match="whole number"):
+        parse_forget("oldest 3 items", phrases=False)
+
+
+def test_a_long_sentence_is_not_read_as_a_phrase() -> None:
+    text = "forget anything about " + "very " * 200 + "long"
+    with pytest.raises(ForgetInstructionError, match="unknown instruction 'forget'"):
+        parse_forget(text)
+    assert parse_forget(f'matching "{text}"') == Matching(text)
+
+
 def test_before_moments_are_utc() -> None:
     for text in ("before 2026-01-01", "before 2026-01-01T10:00:00+05:30"):
         found = parse_forget(text)
@@ -139,7 +244,6 @@ def test_instructions_are_frozen_and_hashable() -> None:
     [
         ("", "empty"),
         ("   \n\t", "empty"),
-        ("forget everything", "unknown instruction 'forget'"),
         ("olderst 3", "did you mean 'oldest [N]'"),
         ("mathcing 'x'", "did you mean 'matching \"<text>\"'"),
         ("least 3", "did you mean 'least important [N]'"),
@@ -147,7 +251,6 @@ def test_instructions_are_frozen_and_hashable() -> None:
         ("before:2026-01-01", "did you mean 'before <ISO date> or before turn <N>'"),
         ("newest 3", "unknown instruction 'newest'"),
         ("id", "id:abc123"),
-        ("id abc", "id:abc"),
         ("key favourite colour", "key:favourite colour"),
         ("id:", "needs a value"),
         ("key:   ", "needs a value"),
@@ -157,9 +260,7 @@ def test_instructions_are_frozen_and_hashable() -> None:
         ("id:a\x00b", "control characters"),
         ("oldest -3", "at least 1, got -3"),
         ("oldest 0", "at least 1, got 0"),
-        ("oldest three", "whole number"),
         ("oldest 2.5", "whole number"),
-        ("oldest 3 items", "whole number"),
         ("oldest ٣", "whole number"),
         ("oldest " + "9" * 5000, "too large"),
         ("least important -1", "at least 1"),
@@ -182,16 +283,13 @@ def test_instructions_are_frozen_and_hashable() -> None:
         ("older than 0 days", "at least 1, got 0"),
         ("older than 1.5 days", "whole number"),
         ("older than 99999999999 weeks", "too large"),
-        ("older than 7 days ago", "needs a number and a unit"),
         ("matching", "needs quoted text"),
-        ("matching coffee order", 'matching "coffee order"'),
         ('matching "unterminated', 'no closing "'),
         ("matching 'mixed\"", "no closing '"),
         ('matching "a" "b"', "unexpected"),
         ('matching ""', "blank"),
         ("matching '   '", "blank"),
         ("fade", "needs quoted text"),
-        ("fade old", "quotes"),
         ('fade "x" by 1.5', "between 0 and 1, got 1.5"),
         ('fade "x" by -0.1', "between 0 and 1, got -0.1"),
         ('fade "x" by', "'by' needs a number"),
@@ -200,8 +298,18 @@ def test_instructions_are_frozen_and_hashable() -> None:
         ('fade "x" by 1e-3', "'by' needs a number"),
         ('fade "x" 0.3', "add 'by 0.3'"),
         ('fade "x" bye 0.3', "unexpected"),
-        ("all items", "'all' takes nothing after it"),
         ("allx", "unknown instruction"),
+        ("banish everything", "unknown instruction 'banish'"),
+        ("forget", "say what to forget"),
+        ("forget my old job", "'forget anything about my old job'"),
+        ("delete the oldest items", "say how many, e.g. 'the oldest 3 items'"),
+        ("the 2 oldest 3 items", "give the count once"),
+        ("forget the oldest 0 items", "at least 1, got 0"),
+        ("forget everything before yesterday", "not an ISO 8601"),
+        ("forget anything older than 3 months", "unknown unit 'months'"),
+        ("fade the memory about x by 2", "between 0 and 1, got 2"),
+        ("fade the memory about x by 150%", "between 0 and 1, got 1.5"),
+        ("forget memory id", "cannot tell what 'memory id' selects"),
     ],
 )
 def test_bad_instructions_are_rejected_helpfully(text: str, hint: str) -> None:
@@ -211,6 +319,7 @@ def test_bad_instructions_are_rejected_helpfully(text: str, hint: str) -> None:
     assert hint in error.message
     assert repr(text) in error.message  # the message quotes the instruction
     assert GRAMMAR_HELP in error.message  # … and lists the grammar
+    assert PHRASES_HELP in error.message  # … and the phrasings
     assert error.details["instruction"] == text
     assert hint in error.details["reason"] or hint == "empty"
     assert isinstance(error, ValidationError)
@@ -421,8 +530,23 @@ def test_keywords_are_case_insensitive(instr: ForgetInstruction, upper: bool) ->
     assert parse_forget(text.upper() if upper else text.title()) == instr
 
 
+#: Words of the grammar and its phrasings, to build sentences that get far into the parser.
+_WORDS = (
+    "forget delete wipe please can you the a oldest earliest least important memory memories id "
+    "key # 5 3 0 -2 three items item one before turn 2024-01-01 2024-13 2024 older than week "
+    "days months ago more old about what I said told mentioning that mentions of fade weaken "
+    "slightly strongly a little completely by half 30% 150% 0.3 all everything it matching 'x' "
+    '"y" "unclosed : . ? ! with number ſlightly K'
+).split()
+_SENTENCES = st.lists(st.sampled_from(_WORDS) | st.text(max_size=4), min_size=1, max_size=12).map(
+    " ".join
+)
+
+
 @HYPOTHESIS
-@given(text=st.text(max_size=80) | st.sampled_from(FORGET_KEYWORDS).map(lambda k: k + " "))
+@given(
+    text=st.text(max_size=80) | st.sampled_from(FORGET_KEYWORDS).map(lambda k: k + " ") | _SENTENCES
+)
 def test_any_text_parses_or_fails_cleanly(text: str) -> None:
     instr: ForgetInstruction | ForgetInstructionError
     try:

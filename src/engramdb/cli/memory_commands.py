@@ -142,7 +142,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Forget what INSTRUCTION selects: id:<id>, key:<key>, oldest, least important,
         before <date>, before turn <N>, older than <N> days, matching "<text>",
-        fade "<text>", all."""
+        fade "<text>", all; or the same in words ("memory id 5", "delete the oldest 3
+        items", "forget what I said about my job", "slightly fade the memory about …")."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
             result = await _plugin(memory, memory_type).forget(instruction, mode)

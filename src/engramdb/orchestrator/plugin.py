@@ -85,7 +85,8 @@ class MemoryPlugin(Protocol):
 
 @dataclass(frozen=True)
 class TypeLimits:
-    """Capacity and lifetime settings of one memory type.
+    """Capacity and lifetime settings of one memory type (``EngineConfig.type_limits`` sets
+    them per type).
 
     Attributes:
         max_items: at most this many live items (``None``: no limit); past it the type evicts.
@@ -96,6 +97,17 @@ class TypeLimits:
     max_items: int | None = None
     max_tokens: int | None = None
     default_ttl_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_items", "max_tokens", "default_ttl_ms"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(
+                    f"{name} must be a whole number of at least 1, or None; got {value!r}",
+                    field=name,
+                )
 
 
 def require_item(item: object) -> None:
@@ -125,9 +137,14 @@ def item_value(item: MemoryItem, **extra: Any) -> dict[str, Any]:
 def record_item(
     record: Record, score: float | None = None, breakdown: dict[str, float] | None = None
 ) -> MemoryItem:
-    """A stored record as the ``MemoryItem`` that was memorized."""
+    """A stored record as the ``MemoryItem`` that was memorized. A record that was not
+    memorized as an item (working memory's key/value state) reads as its searchable text, of
+    its content type's kind."""
     value = record.value if isinstance(record.value, dict) else {"text": str(record.value)}
     fields = {name: value[name] for name in _ITEM_FIELDS if name in value and name != "turn"}
+    if not isinstance(fields.get("text"), str) or not fields["text"]:
+        fields["text"] = record.text or record.key
+        fields.setdefault("kind", record.content_type)
     if isinstance(value.get("version"), int):
         fields["version"] = value["version"]
     return MemoryItem(
@@ -212,14 +229,19 @@ class StoredMemoryType(ABC):
         limit: int,
         filters: dict[str, Any] | None,
         provider: EventSourcedProvider | None = None,
+        *,
+        candidates: int = 0,
         **request: Any,
     ) -> list[MemoryItem]:
+        """Hybrid search hits for ``prompt``: ``limit`` of them, or ``candidates`` when more,
+        for a type that ranks them again."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValidationError("remember needs a non-empty prompt")
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000", limit=limit)
+        wanted = max(limit, candidates)
         hits = await (provider or self.provider).search_hits(
-            SearchRequest(prompt, limit=limit, metadata=dict(filters or {}), **request)
+            SearchRequest(prompt, limit=wanted, metadata=dict(filters or {}), **request)
         )
         return [hit_item(hit) for hit in hits]
 

@@ -5,7 +5,8 @@ key/value state (the service's plan state and ``WorkflowState`` build on it).
 |---|---|
 | ``memorize`` | adds an item with its importance; at capacity (``max_items``, default 100) |
 | | the least important (then oldest) items are evicted and reported |
-| ``remember`` | items matching the prompt, ranked by relevance with importance weighed in |
+| ``remember`` | items ranked by meaning (the engine's embedder and keywords), importance and |
+| | recency together (``RANKING``); without an embedder, keyword matches only |
 | ``set`` / ``get`` / ``delete`` / ``clear`` | key/value state of the plan or session |
 | ``forget`` | ``id``, ``key``, ``oldest``, ``least important``, ``before``, ``older than``, |
 | | ``matching``, ``fade``, ``all`` |
@@ -13,25 +14,80 @@ key/value state (the service's plan state and ``WorkflowState`` build on it).
 | ``get_capacity_info`` | items and tokens against ``max_items`` |
 
 It is partitioned by every scope level, plan included, and kept in the store, so several
-service instances share it.
+service instances share it. Items and state carry embedding vectors, so "what should I cook
+tonight?" finds the item "current task: plan dinner" though no word is shared.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
 from engramdb.core.intent import MemoryItem
 from engramdb.core.scope import LEVELS
+from engramdb.core.types import utc_now
 from engramdb.core.validation import validate_key
+from engramdb.index.fusion import recency
 from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, importance, moment
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import ProjectionSpec
+from engramdb.providers.text_match import flatten_text
 from engramdb.storage.records import Record
 
 NAMESPACE = "workspace"
-WORKING_SPEC = ProjectionSpec(NAMESPACE, levels=LEVELS)
 DEFAULT_LIMITS = TypeLimits(max_items=100)
 _STATE = "state"
+
+
+def working_text(key: str, value: Any, occurred_at: datetime | None) -> str:
+    """What an item or a piece of state is found by, in words and in meaning: an item's text;
+    a state's key and value ("current task plan dinner")."""
+    text = value.get("text") if isinstance(value, dict) else None
+    if isinstance(text, str):
+        return text
+    if isinstance(value, dict) and _STATE in value:
+        value = value[_STATE]
+    return f"{key.replace('_', ' ').replace('.', ' ')} {flatten_text(value)}"
+
+
+WORKING_SPEC = ProjectionSpec(
+    NAMESPACE, levels=LEVELS, key_text=working_text, vectors=True, embed_text=working_text
+)
+
+
+@dataclass(frozen=True)
+class WorkingRanking:
+    """How working memory ranks what it remembers: the shares of relevance (hybrid search:
+    meaning and keywords), importance and recency in an item's score, and the age at which
+    recency halves (working memory is about the last hours, not months)."""
+
+    relevance: float = 0.6
+    importance: float = 0.25
+    recency: float = 0.15
+    recency_half_life_days: float = 1.0
+
+    def score(self, item: MemoryItem, now: datetime) -> dict[str, float]:
+        """``item``'s score parts (its ``score`` is the relevance) and the score, ``"score"``."""
+        moment = item.occurred_at or now
+        parts = {
+            "relevance": item.score or 0.0,
+            "importance": item.importance,
+            "recency": recency(
+                (now - moment).total_seconds() / 86_400, self.recency_half_life_days
+            ),
+        }
+        total = (
+            self.relevance * parts["relevance"]
+            + self.importance * parts["importance"]
+            + self.recency * parts["recency"]
+        )
+        return {**parts, "score": round(total, 6)}
+
+
+RANKING = WorkingRanking()
+#: How many hybrid hits are ranked again: all of a default-sized working memory.
+_CANDIDATES = 100
 
 
 class WorkingMemory(StoredMemoryType):
@@ -68,11 +124,15 @@ class WorkingMemory(StoredMemoryType):
     async def remember(
         self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
     ) -> list[MemoryItem]:
-        """Items matching ``prompt``, relevance and importance together."""
-        found = await self._search(prompt, limit * 2, filters)
+        """Items for ``prompt``, ranked by relevance, importance and recency (``RANKING``)."""
+        found = await self._search(prompt, limit, filters, candidates=_CANDIDATES)
+        now = utc_now()
         for item in found:
-            item.score = round(0.7 * (item.score or 0.0) + 0.3 * item.importance, 6)
-        return sorted(found, key=lambda i: -(i.score or 0.0))[:limit]
+            parts = RANKING.score(item, now)
+            item.score = parts.pop("score")
+            item.score_breakdown = {**item.score_breakdown, **parts}
+        ranked = sorted(found, key=lambda i: (-(i.score or 0.0), i.id or ""))
+        return ranked[:limit]
 
     async def set(self, key: str, value: Any) -> None:
         """Set plan/session state ``key`` to ``value`` (any JSON value)."""
