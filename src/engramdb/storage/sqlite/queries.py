@@ -47,10 +47,6 @@ CREATE_RECORD = (
     "WHERE records.expires_at IS NOT NULL AND records.expires_at <= excluded.created_at"
     f"{_RETURNING}"
 )
-INSERT_RECORD = (
-    f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
-)
 INSERT_EVENT = (
     f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(EVENT_COLUMNS))}) RETURNING position"

@@ -36,7 +36,6 @@ from engramdb.storage.sqlite.worker import SqliteWorker
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
 )
-SavedVectors = list[tuple[Any, ...]]
 #: The columns of a whole record, after id and key, for ``SqliteSearch._text_hits``.
 _WHOLE_RECORD = ", " + ", ".join(RECORD_SELECTED)
 #: How many of the index's best full-text matches are read per wanted hit before filtering.
@@ -45,28 +44,6 @@ PREFETCH_FACTOR = 4
 SHARE_TTL_S = 60.0
 #: A partition under this share of the indexed records is searched within its token.
 SMALL_SHARE = 0.5
-
-
-def save_vectors(conn: sqlite3.Connection, where: str, params: list[Any]) -> SavedVectors:
-    """The vectors of the records ``where`` selects, keyed by partition, key and text (a
-    vector is a function of its text, so it stays valid for a rebuilt record with that text)."""
-    return conn.execute(
-        "SELECT tenant, user_id, agent, session, plan, key, text, vectors.model, vectors.vector, "
-        f"vectors.parts FROM records JOIN vectors ON vectors.record_id = records.id WHERE {where}",
-        params,
-    ).fetchall()
-
-
-def restore_vectors(conn: sqlite3.Connection, namespace: str, saved: SavedVectors) -> None:
-    """Attach ``saved`` vectors to the rebuilt records whose text is unchanged."""
-    conn.executemany(
-        "INSERT INTO vectors (record_id, model, vector, parts) SELECT id, ?, ?, ? FROM records "
-        f"WHERE {_PARTITION} AND key = ? AND text = ?",
-        [
-            (model, vector, parts, namespace, *cols, key, text)
-            for *cols, key, text, model, vector, parts in saved
-        ],
-    )
 
 
 class SqliteSearch:
