@@ -41,7 +41,7 @@ from engramdb.storage.sqlite.queries import (
 from engramdb.storage.sqlite.rebuild import SqliteRebuild
 from engramdb.storage.sqlite.schema import MIGRATIONS
 from engramdb.storage.sqlite.search import SqliteSearch
-from engramdb.storage.sqlite.worker import SqliteWorker, Synchronous
+from engramdb.storage.sqlite.worker import BUSY_TIMEOUT_S, SqliteWorker, Synchronous
 
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
@@ -147,17 +147,33 @@ async def migrate(path: str | Path) -> list[str]:
 class SqliteBackend:
     """Projection storage and event log in one SQLite database file."""
 
-    def __init__(self, path: str | Path, *, synchronous: Synchronous = "full") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = _file_path(path)
         self.url = f"sqlite:///{self.path}"
-        self._worker = SqliteWorker(self.path, synchronous=synchronous)
+        self._worker = SqliteWorker(
+            self.path, synchronous=synchronous, busy_timeout_s=busy_timeout_s
+        )
         self._events = SqliteEventStore(self._worker)
         self._search = SqliteSearch(self._worker)
 
     @classmethod
-    async def open(cls, path: str | Path, *, synchronous: Synchronous = "full") -> SqliteBackend:
-        """Open (creating if needed) the database at ``path`` and apply pending migrations."""
-        backend = cls(path, synchronous=synchronous)
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> SqliteBackend:
+        """Open (creating if needed) the database at ``path`` and apply pending migrations.
+        A write waits up to ``busy_timeout_s`` for another connection's lock, then fails with
+        ``StorageBusyError``."""
+        backend = cls(path, synchronous=synchronous, busy_timeout_s=busy_timeout_s)
         await backend._worker.open()
         try:
             await backend._worker.run(_migrate)
