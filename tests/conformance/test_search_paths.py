@@ -98,3 +98,22 @@ async def test_a_search_across_partitions_finds_every_partitions_matches(
     everyone = RecordQuery("ns", None)
     assert {r.key for r, _ in await backend.search.text(everyone, '"apple"', 5)} == {"a1", "b1"}
     assert len(await backend.search.text_ids(everyone, '"apple"', 5)) == 2
+
+
+async def test_a_match_without_words_or_room_finds_nothing(backend: Backend) -> None:
+    await backend.commit([Put(record("a1", "apple pie"))], [])
+    assert await backend.search.text(RecordQuery("ns", ALICE), '"apple"', 0) == []
+    assert await backend.search.text(RecordQuery("ns", ALICE), '"_"', 5) == []
+    counts = await backend.search.document_frequencies(["apple", "_"])
+    assert counts == {"apple": 1, "_": 0}
+
+
+async def test_record_ids_are_those_the_query_selects(backend: Backend) -> None:
+    stored = (
+        await backend.commit(
+            [Put(record("a1", "apple")), Put(record("a2", "pear")), Put(record("b", "x", BOB))],
+            [],
+        )
+    ).stored
+    ids = await backend.search.record_ids(RecordQuery("ns", ALICE))
+    assert sorted(ids) == sorted(r.id or 0 for r in stored[:2])

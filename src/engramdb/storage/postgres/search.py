@@ -57,6 +57,9 @@ class PostgresSearch:
         #: Who counts document frequencies: the admin role counts every tenant's records; a
         #: login without it counts none, which only turns off common-word pruning above.
         self.statistics = ADMIN
+        #: Search vectors through the HNSW index even where the planner would rather scan the
+        #: table exactly (it does for small tables): approximate search on small data.
+        self.prefer_index = False
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
@@ -141,6 +144,8 @@ class PostgresSearch:
         async with self._pool.transaction(context_for([query.scope])) as conn:
             # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if self.prefer_index:
+                await conn.execute("SET LOCAL enable_seqscan = off")
             rows = await (await conn.execute(sql, [StoredVector(vector), *params])).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 

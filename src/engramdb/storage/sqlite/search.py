@@ -95,6 +95,8 @@ class SqliteSearch:
     ) -> list[tuple[tuple[Any, ...], float]]:
         """Rows of id, key and ``columns`` of the records ``query`` selects that match
         ``match``, best first, with their scores."""
+        if limit <= 0:
+            return []
         token = query_partition_token(query)
         narrow = token is not None and self._is_small(conn, query)
         expression = text_match(match, token if narrow else None)
