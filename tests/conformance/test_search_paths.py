@@ -4,8 +4,6 @@ store: run against every backend, with thresholds set so that small data takes e
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,25 +14,16 @@ from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.engine import Engine, EngineConfig
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Put, Record, RecordQuery
+from tests.conformance.test_backend_contract import record as contract_record
 from tests.postgres.database import empty_database
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope(tenant="acme", user="alice")
 BOB = Scope(tenant="globex", user="bob")
 
 
 def record(key: str, text: str, scope: Scope = ALICE, **fields: object) -> Record:
-    base = Record(
-        namespace="ns",
-        scope=scope,
-        key=key,
-        value={"v": key},
-        content_type="fact",
-        metadata={},
-        created_at=T0,
-        text=text,
-    )
-    return replace(base, **fields)  # type: ignore[arg-type]
+    """A record of namespace ``ns`` whose full-text key is ``text``."""
+    return contract_record(key, scope, text=text, **fields)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -78,6 +78,13 @@ class Progress:
     touched: set[str] = field(default_factory=set)
     settled: int = 0
 
+    def saw(self, events: Iterable[tuple[int, str | None]]) -> None:
+        """Note source events (position, payload key) appended since ``position``."""
+        for position, key in events:
+            self.position = max(self.position, int(position))
+            if key is not None:
+                self.touched.add(str(key))
+
 
 def plan(target: dict[Slot, Record], current: dict[Slot, tuple[Any, ...]]) -> list[Change]:
     """The changes that turn ``current`` into ``target``, each against the row it replaces."""

@@ -116,10 +116,7 @@ class PostgresRebuild:
         cursor = await conn.execute(
             f"SELECT position, payload ->> 'key' FROM events WHERE {sql}", params
         )
-        for position, key in await cursor.fetchall():
-            progress.position = max(progress.position, int(position))
-            if key is not None:
-                progress.touched.add(str(key))
+        progress.saw(await cursor.fetchall())
 
     async def _rows(self, conn: Connection, slots: Sequence[Slot]) -> dict[Slot, tuple[Any, ...]]:
         """The stored rows (``record_row`` form) of those of ``slots`` that hold a record."""

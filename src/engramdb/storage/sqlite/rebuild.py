@@ -113,12 +113,11 @@ class SqliteRebuild:
 
     def _mark_touched(self, conn: sqlite3.Connection, progress: Progress) -> None:
         sql, params = event_where(replace(self._source, after=progress.position))
-        for position, key in conn.execute(
-            f"SELECT position, json_extract(payload, '$.key') FROM events WHERE {sql}", params
-        ):
-            progress.position = max(progress.position, int(position))
-            if key is not None:
-                progress.touched.add(str(key))
+        progress.saw(
+            conn.execute(
+                f"SELECT position, json_extract(payload, '$.key') FROM events WHERE {sql}", params
+            )
+        )
 
     def _settle(self, conn: sqlite3.Connection, progress: Progress) -> None:
         """Fold the events of every touched key and store what they leave."""
