@@ -126,6 +126,72 @@ async def test_writes_made_while_a_rebuild_folds_are_kept(target: str) -> None:
         await backend.close()
 
 
+async def test_a_repair_planned_before_a_write_to_its_key_gives_way_to_the_write(
+    target: str,
+) -> None:
+    url = database_url() if target.startswith("postgresql") else target
+    backend = await open_backend(target)
+    try:
+        first = [written("a", "one"), written("b", "two")]
+        await backend.commit([put(e) for e in first], first)
+        # Both records drift from the log, so the rebuild plans to repair both.
+        drifted = [put(written(k, "drift")) for k in ("a", "b")]
+        await backend.commit(drifted, [])
+        newer = written("a", "three", minutes=5)
+        calls = 0
+
+        def fold_while_others_write(events: Iterator[EventEnvelope]) -> list[Record]:
+            nonlocal calls
+            calls += 1
+            records = fold(events, SPEC)
+            if calls == 1:
+                # A write to one key (with its event), and a change without any to the other.
+                commit_elsewhere(url, [put(newer)], [newer])
+                commit_elsewhere(url, [put(written("b", "drift again"))], [])
+            return records
+
+        assert await backend.rebuild("ns", None, SOURCE, fold_while_others_write) == 2
+        after = {r.key: r.value for r in await state(backend)}
+        assert after == {"a": "three", "b": "two"}
+    finally:
+        await backend.close()
+
+
+async def test_a_tenant_deleted_during_a_rebuild_stays_deleted(target: str) -> None:
+    if not target.startswith("postgresql"):
+        pytest.skip("deleting a whole tenant without events is a PostgreSQL operation")
+    backend = await open_backend(target)
+    try:
+        theirs = [written("x", "theirs", BOB)]
+        await backend.commit([put(e) for e in theirs], theirs)
+        await backend.commit([Delete("ns", BOB, "x")], [])  # drifted: the rebuild restores it
+
+        async def delete_tenant() -> None:
+            other = await open_backend(database_url())
+            try:
+                deleting = other.delete_tenant("globex")  # type: ignore[attr-defined]
+                await asyncio.wait_for(deleting, 5)
+            finally:
+                await other.close()
+
+        folds: list[int] = []
+
+        def fold_while_the_tenant_goes(events: Iterator[EventEnvelope]) -> list[Record]:
+            records = fold(events, SPEC)
+            folds.append(len(records))
+            thread = threading.Thread(target=asyncio.run, args=(delete_tenant(),))
+            thread.start()
+            thread.join()
+            return records
+
+        await backend.rebuild("ns", None, SOURCE, fold_while_the_tenant_goes)
+        assert folds == [1]  # nothing was written meanwhile: nothing to fold again
+        assert await state(backend) == []
+        assert await backend.events.read() == []
+    finally:
+        await backend.close()
+
+
 async def test_a_rebuild_repairs_records_that_drifted_from_the_log(backend: Backend) -> None:
     events = [written("a", "one"), written("b", "two"), written("c", "three")]
     await backend.events.append(events)

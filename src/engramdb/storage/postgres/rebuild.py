@@ -132,6 +132,8 @@ class PostgresRebuild:
 
     async def _settle(self, conn: Connection, progress: Progress) -> None:
         """Fold the events of every touched key and store what they leave."""
+        if not progress.touched:
+            return
         keys = sorted(progress.touched)
         sql, params = event_where(self._source)
         cursor = await conn.execute(
