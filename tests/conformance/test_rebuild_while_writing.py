@@ -10,7 +10,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier
 from engramdb.engine import EngineConfig
 from engramdb.providers.projection import PROJECTED_TYPES, ProjectionSpec, fold, written_record
-from engramdb.storage.backend import Backend, EventQuery
+from engramdb.storage.backend import Backend, EventQuery, Fold
 from engramdb.storage.records import Delete, Op, Put, Record, RecordQuery
 from engramdb.storage.registry import open_backend
 from engramdb.storage.sqlite import SqliteBackend
@@ -87,6 +87,22 @@ def commit_elsewhere(url: str, ops: list[Op], events: list[EventEnvelope]) -> No
         raise failure[0]
 
 
+def folding_then(meanwhile: Callable[[], None]) -> Fold:
+    """The namespace's fold, which runs ``meanwhile`` after its first fold (the snapshot's),
+    while the rebuild is under way."""
+    calls = 0
+
+    def folded(events: Iterator[EventEnvelope]) -> list[Record]:
+        nonlocal calls
+        calls += 1
+        records = fold(events, SPEC)
+        if calls == 1:
+            meanwhile()
+        return records
+
+    return folded
+
+
 async def state(backend: Backend) -> list[Record]:
     return await backend.scan(RecordQuery("ns", None, hidden=None))
 
@@ -99,21 +115,14 @@ async def test_writes_made_while_a_rebuild_folds_are_kept(target: str) -> None:
         await backend.commit([put(e) for e in first], first)
         later = written("a", "three", minutes=5)
         fresh = written("d", "four", BOB, minutes=5)
-        calls = 0
-
-        def fold_while_others_write(events: Iterator[EventEnvelope]) -> list[Record]:
-            nonlocal calls
-            calls += 1
-            records = fold(events, SPEC)
-            if calls == 1:
-                # Mid-rebuild, another connection overwrites, creates and deletes.
-                commit_elsewhere(
-                    url,
-                    [put(later), put(fresh), Delete("ns", BOB, "c")],
-                    [later, fresh, deleted("c", BOB)],
-                )
-            return records
-
+        # Mid-rebuild, another connection overwrites, creates and deletes.
+        fold_while_others_write = folding_then(
+            lambda: commit_elsewhere(
+                url,
+                [put(later), put(fresh), Delete("ns", BOB, "c")],
+                [later, fresh, deleted("c", BOB)],
+            )
+        )
         stored = await backend.rebuild("ns", None, SOURCE, fold_while_others_write)
         after = {(r.scope, r.key): r.value for r in await state(backend)}
         assert after == {(ALICE, "a"): "three", (ALICE, "b"): "two", (BOB, "d"): "four"}
@@ -138,17 +147,13 @@ async def test_a_repair_planned_before_a_write_to_its_key_gives_way_to_the_write
         drifted = [put(written(k, "drift")) for k in ("a", "b")]
         await backend.commit(drifted, [])
         newer = written("a", "three", minutes=5)
-        calls = 0
 
-        def fold_while_others_write(events: Iterator[EventEnvelope]) -> list[Record]:
-            nonlocal calls
-            calls += 1
-            records = fold(events, SPEC)
-            if calls == 1:
-                # A write to one key (with its event), and a change without any to the other.
-                commit_elsewhere(url, [put(newer)], [newer])
-                commit_elsewhere(url, [put(written("b", "drift again"))], [])
-            return records
+        def others_write() -> None:
+            # A write to one key (with its event), and a change without any to the other.
+            commit_elsewhere(url, [put(newer)], [newer])
+            commit_elsewhere(url, [put(written("b", "drift again"))], [])
+
+        fold_while_others_write = folding_then(others_write)
 
         assert await backend.rebuild("ns", None, SOURCE, fold_while_others_write) == 2
         after = {r.key: r.value for r in await state(backend)}
