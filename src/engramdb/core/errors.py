@@ -26,7 +26,8 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   └── StaleVectorsError       the store holds vectors of another embedding model
     └── EngramRuntimeError          the system failed; the call may succeed later
         ├── StorageError            the backend failed; the transaction was rolled back
-        │   └── MigrationError
+        │   ├── MigrationError
+        │   └── StorageBusyError    another connection held the write lock past the wait
         ├── RecallError             every provider asked by a recall failed, not all on the query
         ├── EngineClosedError
         ├── EmbedderError           an embedding model or endpoint failed (details: status_code)
@@ -245,6 +246,13 @@ class MigrationError(StorageError):
     """A schema migration could not be applied."""
 
     code = "migration_error"
+
+
+class StorageBusyError(StorageError):
+    """Another connection held the database's write lock longer than a write may wait
+    (details: ``waited_s``); nothing was written, and the write may be tried again."""
+
+    code = "storage_busy"
 
 
 class RecallError(EngramRuntimeError):

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from cachetools import TTLCache
 
 from engramdb.core.errors import RerankError
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
@@ -39,8 +40,8 @@ from engramdb.storage.search_backend import NativeVectorSearch
 _log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
-#: How long a word's document frequency is trusted, and the index size below which no word
-#: is ever dropped from a full-text query.
+#: How long a word's document frequency (and the index's size) is trusted, and the index
+#: size below which no word is ever dropped from a full-text query.
 DF_TTL_S = 60.0
 MIN_DOCS_TO_PRUNE = 5000
 
@@ -73,9 +74,13 @@ class SearchHit:
     breakdown: dict[str, float]
 
 
+def _remembered(entries: int) -> TTLCache[Any, int]:
+    return TTLCache(maxsize=entries, ttl=DF_TTL_S, timer=time.monotonic)
+
+
 def _observe(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+    # Reading the exception marks it retrieved (a cancelled future has none to read).
+    _ = future.cancelled() or future.exception()
 
 
 def vector_bytes(vector: np.ndarray[Any, Any]) -> bytes:
@@ -92,18 +97,22 @@ class Indexer:
         embedder: Embedder | None = None,
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
+        *,
+        min_docs_to_prune: int = MIN_DOCS_TO_PRUNE,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
         self.config = config or SearchConfig()
         self.reranker = reranker
+        #: Below this many indexed documents no word is dropped as too common.
+        self.min_docs_to_prune = min_docs_to_prune
         self._indexes: dict[tuple[str, Scope], VectorIndex] = {}
         # Several memory types embed the same prompt in one turn, often at the same moment:
         # each prompt is embedded once, and callers share the one computation in flight.
         self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
-        self._df: dict[str, tuple[int, float]] = {}
-        self._total: tuple[int, float] = (0, -1e9)
-        self._sizes: dict[tuple[str, Scope], tuple[int, float]] = {}
+        # Statistics that steer which words are scored, never which documents match.
+        self._df: TTLCache[str, int] = _remembered(50_000)
+        self._sizes: TTLCache[tuple[str, Scope] | None, int] = _remembered(10_000)
         self._version: int | None = None
         self._checked = -STALE_AFTER_S
         self._lock = asyncio.Lock()
@@ -308,6 +317,7 @@ class Indexer:
             gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         reference = request.now or now
+        span = request.time_range if config.time_boost else None
         while True:
             scores = {name: signal for name, signal in scores.items() if signal}
             if not scores:
@@ -321,9 +331,7 @@ class Indexer:
                 importance={i: _importance(r) for i, r in records.items()}
                 if config.importance_weight
                 else None,
-                in_range={i: _inside(r, request.time_range) for i, r in records.items()}
-                if config.time_boost and request.time_range
-                else None,
+                in_range={i: _inside(r, span) for i, r in records.items()} if span else None,
             )
             if config.session_weight:
                 threads = {i: r.thread for i, r in records.items()}
@@ -445,24 +453,17 @@ class Indexer:
         config = self.config
         if (config.max_term_share <= 0 and not config.max_scored_docs) or len(terms) < 2:
             return terms
-        now = time.monotonic()
-        unknown = [t for t in terms if now - self._df.get(t, (0, -1e9))[1] > DF_TTL_S]
+        unknown = [t for t in terms if t not in self._df]
         if unknown:
-            counts = await self.backend.search.document_frequencies(unknown)
-            if len(self._df) > 50_000:
-                self._df.clear()
-            self._df.update({t: (n, now) for t, n in counts.items()})
-        if now - self._total[1] > DF_TTL_S:
-            # Counted apart from the words: counting a large index takes milliseconds.
-            self._total = (await self.backend.search.document_count(), now)
-        total = self._total[0]
-        df = {t: self._df[t][0] for t in terms}
+            self._df.update(await self.backend.search.document_frequencies(unknown))
+        total = await self._size(None)
+        df = {t: self._df.get(t, 0) for t in terms}
         kept = terms
-        if config.max_term_share > 0 and total >= MIN_DOCS_TO_PRUNE:
+        if config.max_term_share > 0 and total >= self.min_docs_to_prune:
             kept = [t for t in terms if df[t] <= config.max_term_share * total]
             kept = kept or [min(terms, key=df.__getitem__)]
         if config.max_scored_docs and len(kept) > 1 and total:
-            share = await self._partition_size(namespace, partition, now) / total
+            share = await self._size((namespace, partition)) / total
             by_rarity = sorted(kept, key=lambda t: (df[t], t))
             while len(by_rarity) > 1 and share * sum(df[t] for t in by_rarity) > (
                 config.max_scored_docs
@@ -471,15 +472,18 @@ class Indexer:
             kept = [t for t in kept if t in by_rarity]
         return kept
 
-    async def _partition_size(self, namespace: str, partition: Scope, now: float) -> int:
-        """How many records the partition holds (remembered for a minute)."""
-        known = self._sizes.get((namespace, partition))
-        if known is None or now - known[1] > DF_TTL_S:
-            size = await self.backend.count(RecordQuery(namespace, partition))
-            if len(self._sizes) > 10_000:
-                self._sizes.clear()
-            known = self._sizes[(namespace, partition)] = (size, now)
-        return known[0]
+    async def _size(self, partition: tuple[str, Scope] | None) -> int:
+        """How many records a (namespace, partition) holds, or (``None``) the whole index
+        (remembered for a minute; the index is counted apart from the words: counting a large
+        one takes milliseconds)."""
+        known = self._sizes.get(partition)
+        if known is None:
+            if partition is None:
+                known = await self.backend.search.document_count()
+            else:
+                known = await self.backend.count(RecordQuery(*partition))
+            self._sizes[partition] = known
+        return known
 
     async def _vector_scores(
         self,
@@ -644,8 +648,6 @@ def _importance(record: Record) -> float:
     return float(value) if isinstance(value, int | float) else 0.5
 
 
-def _inside(record: Record, span: tuple[datetime, datetime] | None) -> bool:
-    if span is None:
-        return False
+def _inside(record: Record, span: tuple[datetime, datetime]) -> bool:
     moment = record.occurred_at or record.created_at
     return span[0] <= moment < span[1]

@@ -152,9 +152,12 @@ class Backend(Protocol):
     ) -> int:
         """Recompute the records of ``namespace`` within ``scope`` from the log.
 
-        In one transaction that holds writers off: read the events ``source`` selects, run
-        ``fold`` over them, drop the namespace's records within ``scope`` and store what
-        ``fold`` returned. Returns how many records were stored.
+        Afterwards the records are what ``fold`` makes of every event ``source`` selects, the
+        events appended while it ran included; writers are held off only for short
+        transactions, never for the whole fold (``storage.rebuild.staged_rebuild``). ``fold``
+        must be slot-local: a record depends only on the events whose payload names its key.
+        Records the log leaves as they are keep their row ids (and vectors). Returns how many
+        records the namespace holds within ``scope`` afterwards.
         """
         ...
 

@@ -35,10 +35,8 @@ from engramdb.storage.postgres.event_store import (
 )
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
-    EVENT_SELECT,
     PARTITION,
     create_record,
-    event_where,
     record_select,
     record_select_list,
     record_where,
@@ -47,6 +45,7 @@ from engramdb.storage.postgres.queries import (
     scope_clauses,
     upsert_record,
 )
+from engramdb.storage.postgres.rebuild import PostgresRebuild
 from engramdb.storage.postgres.schema import MIGRATIONS, RECORD_TABLES, SERVICE_ROLE, table_for
 from engramdb.storage.postgres.search import PostgresSearch
 from engramdb.storage.postgres.tenancy import (
@@ -58,6 +57,7 @@ from engramdb.storage.postgres.tenancy import (
     user_uuid,
 )
 from engramdb.storage.postgres.vectors import StoredVector, dimensions_of
+from engramdb.storage.rebuild import staged_rebuild
 from engramdb.storage.records import (
     Delete,
     Hide,
@@ -69,7 +69,7 @@ from engramdb.storage.records import (
     RedactScope,
     key_taken,
 )
-from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
+from engramdb.storage.rows import optional_time_text, record_row, row_record
 
 #: Serialises migrations of concurrently starting processes.
 _MIGRATION_LOCK = 0x656E6772616D00
@@ -279,46 +279,10 @@ class PostgresBackend:
     async def rebuild(
         self, namespace: str, scope: ScopeFilter | None, source: EventQuery, fold: Fold
     ) -> int:
-        """Recompute ``namespace`` within ``scope`` from the events ``source`` selects, with
-        every writer held off; vectors of records whose text is unchanged are kept."""
-        table = table_for(namespace)
-        scope_sql, scope_params = scope_clauses(scope)
-        where = " AND ".join(["namespace = %s", *scope_sql])
-        params = [namespace, *scope_params]
-        event_sql, event_params = event_where(source)
-        async with self._pool.transaction(context_for([scope])) as conn:
-            await hold_writers(conn, exclusive=True)
-            cursor = await conn.execute(
-                f"{EVENT_SELECT} WHERE {event_sql} ORDER BY position", event_params
-            )
-            rows = await cursor.fetchall()
-            records = list(fold(row_event(row[0], row[1:]) for row in rows))
-            # A vector is a function of its text: it stays valid for a rebuilt record with
-            # the same partition, key and text.
-            await conn.execute(
-                "CREATE TEMPORARY TABLE engram_kept_vectors ON COMMIT DROP AS "
-                "SELECT tenant, user_id, agent, session, plan, key, text, embedding, "
-                f"embedding_model, embedding_parts FROM {table} "
-                f"WHERE {where} AND embedding IS NOT NULL",
-                params,
-            )
-            await conn.execute(f"DELETE FROM {table} WHERE {where}", params)
-            await ensure_replicas(conn, ((r.scope.tenant, r.scope.user or "") for r in records))
-            async with conn.cursor() as insert:
-                await insert.executemany(
-                    upsert_record(namespace), [_written_row(r, None, "") for r in records]
-                )
-            await conn.execute(
-                f"UPDATE {table} t SET embedding = k.embedding, "
-                "embedding_model = k.embedding_model, embedding_parts = k.embedding_parts "
-                "FROM engram_kept_vectors k "
-                "WHERE t.namespace = %s AND t.tenant = k.tenant AND t.user_id = k.user_id "
-                "AND t.agent = k.agent AND t.session = k.session AND t.plan = k.plan "
-                "AND t.key = k.key AND t.text = k.text",
-                (namespace,),
-            )
-            await conn.execute("DROP TABLE engram_kept_vectors")
-        return len(records)
+        """Recompute ``namespace`` within ``scope`` from the events ``source`` selects, in
+        stages that hold writers off only for short transactions (``staged_rebuild``); vectors
+        of records whose text is unchanged are kept."""
+        return await staged_rebuild(PostgresRebuild(self._pool, namespace, scope, source, fold))
 
     async def delete_tenant(self, tenant: str) -> bool:
         """Delete tenant ``tenant`` and, by cascade, its users, every memory and every event.

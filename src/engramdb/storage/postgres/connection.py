@@ -112,10 +112,16 @@ class PostgresPool:
             yield conn
 
     @asynccontextmanager
-    async def transaction(self, context: Context) -> AsyncIterator[Connection]:
-        """A transaction as ``context``: all or nothing, isolated by row-level security."""
+    async def transaction(
+        self, context: Context, *, snapshot: bool = False
+    ) -> AsyncIterator[Connection]:
+        """A transaction as ``context``: all or nothing, isolated by row-level security.
+        With ``snapshot`` it only reads, and every statement sees the database as the first
+        one did (``REPEATABLE READ``)."""
         tenant, user = context.settings()
         async with self._borrow() as conn, conn.transaction():
+            if snapshot:
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             await conn.execute(_ENTER, (context.role, tenant, user))
             yield conn
 

@@ -212,6 +212,8 @@ def redact_scope_events(scope_sql: list[str], keep: int) -> str:
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: The letters and digits of a word, as the full-text index splits it (see ``TEXT_CONFIG``).
+_PIECE = re.compile(r"[^\W_]+", re.UNICODE)
 _OPERATORS = frozenset({"OR", "AND", "NOT", "NEAR"})
 
 
@@ -225,6 +227,19 @@ def match_words(match: str) -> list[str]:
     return list(dict.fromkeys(word.lower() for word in words))
 
 
+def word_phrase(word: str) -> str | None:
+    """``word`` as a ``websearch_to_tsquery`` phrase of its pieces ("user_city" is the phrase
+    "user city", as FTS5 reads it); None for a word without letters or digits."""
+    pieces = _PIECE.findall(word)
+    return '"' + " ".join(pieces) + '"' if pieces else None
+
+
+def any_word(words: list[str]) -> str:
+    """A ``websearch_to_tsquery`` expression matching any of ``words`` (empty without any
+    letter or digit)."""
+    return " or ".join(p for p in map(word_phrase, words) if p is not None)
+
+
 def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
@@ -236,14 +251,13 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
     where, params = record_where(query)
     table = table_for(query.namespace)
     text = " ".join(words)
-    alternatives = " or ".join(f'"{word}"' for word in words)
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
     sql = f"""
         WITH lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted
-            FROM unnest(to_tsvector('{TEXT_CONFIG}', %s))),
+            FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
         stats AS (
             SELECT count(*)::float8 AS docs, greatest(avg(length(tsv)), 1)::float8 AS avgdl
             FROM {table} WHERE {where}),
@@ -266,7 +280,7 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
         ORDER BY scores.score DESC, r.key"""
-    return sql, [text, *params, *params, alternatives, limit]
+    return sql, [text, *params, *params, any_word(words), limit]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

@@ -21,8 +21,21 @@ from engramdb.storage.migrations import Migration
 
 SERVICE_ROLE = "engram_service"
 ADMIN_ROLE = "engram_admin"
-#: Text search configuration: Snowball English stemming, so "lives" finds "living".
-TEXT_CONFIG = "english"
+#: The text search configuration of full-text keys and queries (migration 0010): words split
+#: wherever SQLite's FTS5 ``unicode61`` tokenizer splits them, diacritics folded, and the
+#: Porter stemmer FTS5 uses, so the same records match the same words on either backend
+#: ("user.city" is two words, "lives" finds "living").
+TEXT_CONFIG = "engram_text"
+#: Characters that separate words, replaced by spaces before PostgreSQL's parser sees a text:
+#: ASCII punctuation and symbols (the parser would keep "user.city", "a@b.com" or "v1.2" as one
+#: token), and the Latin-1, general and CJK punctuation a database with the C locale would
+#: otherwise take for letters.
+WORD_SEPARATORS = (
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+    "\xa0¡¢£¤¥¦§¨©«¬\xad®¯°±´¶·¸»¿×÷"
+    + "".join(chr(c) for c in range(0x2000, 0x2070))
+    + "\u3000、。〃〈〉《》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟"
+)
 
 #: Namespace → table. Any other namespace (graph, files, custom providers) uses ``memory_records``.
 NAMESPACE_TABLES: dict[str, str] = {
@@ -157,7 +170,7 @@ def _record_table(table: str) -> tuple[str, ...]:
             content_type text NOT NULL,
             metadata json NOT NULL,
             text text NOT NULL,
-            tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_CONFIG}', text)) STORED,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
             created_at timestamptz NOT NULL,
             updated_at timestamptz,
             ttl_ms bigint,
@@ -252,6 +265,36 @@ def _security(table: str) -> tuple[str, ...]:
     )
 
 
+def _sql_text(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+_TEXT_TOKENS = (
+    # Diacritics are folded as FTS5's ``remove_diacritics`` folds them ("café" is "cafe").
+    "CREATE EXTENSION IF NOT EXISTS unaccent",
+    "CREATE TEXT SEARCH DICTIONARY engram_porter (TEMPLATE = snowball, Language = porter)",
+    f"CREATE TEXT SEARCH CONFIGURATION {TEXT_CONFIG} (PARSER = default)",
+    f"""ALTER TEXT SEARCH CONFIGURATION {TEXT_CONFIG} ADD MAPPING FOR
+        asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part,
+        hword_numpart, email, url, host, file, url_path, sfloat, float, int, uint, version
+        WITH unaccent, engram_porter""",
+    f"""CREATE FUNCTION engram_text_words(text) RETURNS text
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT translate($1, {_sql_text(WORD_SEPARATORS)}, {_sql_text(" " * len(WORD_SEPARATORS))})
+        $$""",
+    *(
+        statement
+        for table in RECORD_TABLES
+        for statement in (
+            f"ALTER TABLE {table} DROP COLUMN tsv",
+            f"""ALTER TABLE {table} ADD COLUMN tsv tsvector GENERATED ALWAYS AS
+                (to_tsvector('{TEXT_CONFIG}', engram_text_words(text))) STORED""",
+            f"CREATE INDEX {table}_text ON {table} USING gin (tsv)",
+        )
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_tenancy",
@@ -294,4 +337,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration("0008_tenant_scoped_ids", _tenant_scoped_ids()),
+    # Full-text keys are split, folded and stemmed the way SQLite's index does it.
+    Migration("0010_text_tokens", _TEXT_TOKENS),
 )

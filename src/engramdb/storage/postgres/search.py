@@ -16,6 +16,7 @@ from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
+    any_word,
     match_words,
     nearest_select,
     part_vector_select,
@@ -25,6 +26,7 @@ from engramdb.storage.postgres.queries import (
     unvectored_select,
     vector_select,
     vector_set_select,
+    word_phrase,
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
 from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for
@@ -56,12 +58,15 @@ class PostgresSearch:
         #: vectors): the admin role reads every tenant's records; a login without it reads
         #: none, which only turns off common-word pruning and the start-up model check.
         self.statistics = ADMIN
+        #: Search vectors through the HNSW index even where the planner would rather scan the
+        #: table exactly (it does for small tables): approximate search on small data.
+        self.prefer_index = False
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
         best first, with their BM25 scores (higher is better)."""
         words = match_words(match)
-        if not words or limit <= 0:
+        if not any_word(words) or limit <= 0:
             return []
         sql, params = text_search(query, words, limit)
         async with self._pool.transaction(context_for([query.scope])) as conn:
@@ -80,10 +85,14 @@ class PostgresSearch:
         counts: dict[str, int] = {}
         async with self._pool.transaction(self.statistics) as conn:
             for term in terms:
+                phrase = word_phrase(term)
+                if phrase is None:
+                    counts[term] = 0  # no letter or digit: the index holds no such word
+                    continue
                 cursor = await conn.execute(
                     f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every "
                     f"WHERE tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
-                    ('"' + term.replace('"', " ") + '"',),
+                    (phrase,),
                 )
                 row = await cursor.fetchone()
                 counts[term] = int(row[0]) if row else 0
@@ -136,6 +145,8 @@ class PostgresSearch:
         async with self._pool.transaction(context_for([query.scope])) as conn:
             # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            if self.prefer_index:
+                await conn.execute("SET LOCAL enable_seqscan = off")
             rows = await (await conn.execute(sql, [StoredVector(vector), *params])).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 

@@ -13,6 +13,7 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
 from engramdb.storage.migrations import pending
+from engramdb.storage.rebuild import staged_rebuild
 from engramdb.storage.records import (
     Delete,
     Hide,
@@ -24,25 +25,23 @@ from engramdb.storage.records import (
     RedactScope,
     key_taken,
 )
-from engramdb.storage.rows import optional_time_text, record_row, row_event, row_record
+from engramdb.storage.rows import optional_time_text, record_row, row_record
 from engramdb.storage.sqlite.event_store import SqliteEventStore, insert_events
 from engramdb.storage.sqlite.queries import (
     CREATE_RECORD,
-    EVENT_SELECT,
-    INSERT_RECORD,
     RECORD_SELECT,
     UPSERT_RECORD,
     UPSERT_VECTOR,
-    event_where,
     record_select,
     record_where,
     redact_events,
     redact_scope_events,
     scope_clauses,
 )
+from engramdb.storage.sqlite.rebuild import SqliteRebuild
 from engramdb.storage.sqlite.schema import MIGRATIONS
-from engramdb.storage.sqlite.search import SqliteSearch, restore_vectors, save_vectors
-from engramdb.storage.sqlite.worker import SqliteWorker, Synchronous
+from engramdb.storage.sqlite.search import SqliteSearch
+from engramdb.storage.sqlite.worker import BUSY_TIMEOUT_S, SqliteWorker, Synchronous
 
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
@@ -148,17 +147,33 @@ async def migrate(path: str | Path) -> list[str]:
 class SqliteBackend:
     """Projection storage and event log in one SQLite database file."""
 
-    def __init__(self, path: str | Path, *, synchronous: Synchronous = "full") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = _file_path(path)
         self.url = f"sqlite:///{self.path}"
-        self._worker = SqliteWorker(self.path, synchronous=synchronous)
+        self._worker = SqliteWorker(
+            self.path, synchronous=synchronous, busy_timeout_s=busy_timeout_s
+        )
         self._events = SqliteEventStore(self._worker)
         self._search = SqliteSearch(self._worker)
 
     @classmethod
-    async def open(cls, path: str | Path, *, synchronous: Synchronous = "full") -> SqliteBackend:
-        """Open (creating if needed) the database at ``path`` and apply pending migrations."""
-        backend = cls(path, synchronous=synchronous)
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> SqliteBackend:
+        """Open (creating if needed) the database at ``path`` and apply pending migrations.
+        A write waits up to ``busy_timeout_s`` for another connection's lock, then fails with
+        ``StorageBusyError``."""
+        backend = cls(path, synchronous=synchronous, busy_timeout_s=busy_timeout_s)
         await backend._worker.open()
         try:
             await backend._worker.run(_migrate)
@@ -218,23 +233,9 @@ class SqliteBackend:
     async def rebuild(
         self, namespace: str, scope: ScopeFilter | None, source: EventQuery, fold: Fold
     ) -> int:
-        """Recompute ``namespace`` within ``scope`` from the events ``source`` selects."""
-        scope_sql, scope_params = scope_clauses(scope)
-        where = " AND ".join(["namespace = ?", *scope_sql])
-        event_sql, event_params = event_where(source)
-
-        def swap(conn: sqlite3.Connection) -> int:
-            cursor = conn.execute(
-                f"{EVENT_SELECT} WHERE {event_sql} ORDER BY position", event_params
-            )
-            records = list(fold(row_event(row[0], row[1:]) for row in cursor))
-            kept = save_vectors(conn, where, [namespace, *scope_params])
-            conn.execute(f"DELETE FROM records WHERE {where}", [namespace, *scope_params])
-            conn.executemany(INSERT_RECORD, [record_row(r) for r in records])
-            restore_vectors(conn, namespace, kept)
-            return len(records)
-
-        return await self._worker.write(swap)
+        """Recompute ``namespace`` within ``scope`` from the events ``source`` selects, in
+        stages that hold writers off only for short transactions (``staged_rebuild``)."""
+        return await staged_rebuild(SqliteRebuild(self._worker, namespace, scope, source, fold))
 
     async def stats(self) -> BackendStats:
         """Record and event counts and the database size in bytes."""

@@ -47,10 +47,6 @@ CREATE_RECORD = (
     "WHERE records.expires_at IS NOT NULL AND records.expires_at <= excluded.created_at"
     f"{_RETURNING}"
 )
-INSERT_RECORD = (
-    f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
-)
 INSERT_EVENT = (
     f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(EVENT_COLUMNS))}) RETURNING position"
@@ -229,15 +225,18 @@ TEXT_HITS = (
 )
 
 
-def text_search(query: RecordQuery, expression: str, limit: int) -> tuple[str, list[Any]]:
+def text_search(
+    query: RecordQuery, expression: str, limit: int, columns: str
+) -> tuple[str, list[Any]]:
     """Full-text hits for the FTS5 ``expression`` among the records ``query`` selects, best
-    first, each row a record followed by its BM25 score (higher is better); joins every
-    match, for when the best matches of the whole index do not hold enough of them."""
+    first, each row ``columns`` of the record followed by its BM25 score (higher is better);
+    joins every match, for when the best matches of the whole index do not hold enough of
+    them."""
     where, params = record_where(query)
     sql = (
         "WITH hits AS (SELECT rowid AS hit_id, bm25(records_fts, 1.0, 0.0) AS hit_rank "
         "FROM records_fts WHERE records_fts MATCH ?) "
-        f"SELECT {', '.join(RECORD_SELECTED)}, -hit_rank FROM hits "
+        f"SELECT {columns}, -hit_rank FROM hits "
         f"JOIN records ON records.id = hits.hit_id WHERE {where} "
         "ORDER BY hit_rank, key LIMIT ?"
     )

@@ -10,6 +10,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from cachetools import TTLCache
+
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery
@@ -34,55 +36,47 @@ from engramdb.storage.sqlite.worker import SqliteWorker
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
 )
-SavedVectors = list[tuple[Any, ...]]
 #: The columns of a whole record, after id and key, for ``SqliteSearch._text_hits``.
 _WHOLE_RECORD = ", " + ", ".join(RECORD_SELECTED)
 #: How many of the index's best full-text matches are read per wanted hit before filtering.
 PREFETCH_FACTOR = 4
 #: Seconds a partition's share of the index is trusted.
 SHARE_TTL_S = 60.0
-
-
-def save_vectors(conn: sqlite3.Connection, where: str, params: list[Any]) -> SavedVectors:
-    """The vectors of the records ``where`` selects, keyed by partition, key and text (a
-    vector is a function of its text, so it stays valid for a rebuilt record with that text)."""
-    return conn.execute(
-        "SELECT tenant, user_id, agent, session, plan, key, text, vectors.model, vectors.vector, "
-        f"vectors.parts FROM records JOIN vectors ON vectors.record_id = records.id WHERE {where}",
-        params,
-    ).fetchall()
-
-
-def restore_vectors(conn: sqlite3.Connection, namespace: str, saved: SavedVectors) -> None:
-    """Attach ``saved`` vectors to the rebuilt records whose text is unchanged."""
-    conn.executemany(
-        "INSERT INTO vectors (record_id, model, vector, parts) SELECT id, ?, ?, ? FROM records "
-        f"WHERE {_PARTITION} AND key = ? AND text = ?",
-        [
-            (model, vector, parts, namespace, *cols, key, text)
-            for *cols, key, text, model, vector, parts in saved
-        ],
-    )
+#: A partition under this share of the indexed records is searched within its token.
+SMALL_SHARE = 0.5
 
 
 class SqliteSearch:
-    """Candidate retrieval for hybrid recall, on the backend's worker thread."""
+    """Candidate retrieval for hybrid recall, on the backend's worker thread.
 
-    def __init__(self, worker: SqliteWorker) -> None:
+    Full-text hits come one of three ways: the index's best matches within the partition's
+    token (a partition under ``small_share`` of the index), the index's best matches of the
+    words alone (a partition that is most of the index, where asking for its token only slows
+    the match down), and, when those best matches hold too few of the records asked for,
+    every match of the partition joined to its records. ``prefetch_factor`` and
+    ``small_share`` are the thresholds between them.
+    """
+
+    def __init__(
+        self,
+        worker: SqliteWorker,
+        *,
+        prefetch_factor: int = PREFETCH_FACTOR,
+        small_share: float = SMALL_SHARE,
+    ) -> None:
         self._worker = worker
-        self._shares: dict[tuple[str, object], tuple[bool, float]] = {}
+        self.prefetch_factor = prefetch_factor
+        self.small_share = small_share
+        self._shares: TTLCache[tuple[str, object], bool] = TTLCache(
+            maxsize=10_000, ttl=SHARE_TTL_S, timer=time.monotonic
+        )
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects that match the FTS5 expression ``match``, best first,
         with their BM25 scores (higher is better)."""
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            expression = self._expression(conn, query, match)
-            found = self._text_hits(conn, query, expression, limit, _WHOLE_RECORD)
-            if found is None:
-                sql, params = text_search(query, expression, limit)
-                rows = conn.execute(sql, params).fetchall()
-                return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+            found = self._hits(conn, query, match, limit, _WHOLE_RECORD)
             return [(row_record(row[2:]), score) for row, score in found]
 
         return await self._worker.run(fetch)
@@ -91,18 +85,28 @@ class SqliteSearch:
         """``text`` without reading the records: their ids, best first, with their scores."""
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[int, float]]:
-            expression = self._expression(conn, query, match)
-            found = self._text_hits(conn, query, expression, limit, "")
-            if found is None:
-                sql, params = text_search(query, expression, limit)
-                return [(int(row[0]), float(row[-1])) for row in conn.execute(sql, params)]
+            found = self._hits(conn, query, match, limit, "")
             return [(int(row[0]), score) for row, score in found]
 
         return await self._worker.run(fetch)
 
-    def _expression(self, conn: sqlite3.Connection, query: RecordQuery, match: str) -> str:
+    def _hits(
+        self, conn: sqlite3.Connection, query: RecordQuery, match: str, limit: int, columns: str
+    ) -> list[tuple[tuple[Any, ...], float]]:
+        """Rows of id, key and ``columns`` of the records ``query`` selects that match
+        ``match``, best first, with their scores."""
+        if limit <= 0:
+            return []
         token = query_partition_token(query)
-        return text_match(match, token if token and self._is_small(conn, query) else None)
+        narrow = token is not None and self._is_small(conn, query)
+        expression = text_match(match, token if narrow else None)
+        found = self._text_hits(conn, query, expression, limit, columns)
+        if found is None:
+            # Other partitions (or the filters) took the index's best matches: every match of
+            # the partition is joined, within its token when it has one.
+            sql, params = text_search(query, text_match(match, token), limit, f"id, key{columns}")
+            found = [(row[:-1], float(row[-1])) for row in conn.execute(sql, params)]
+        return found
 
     def _text_hits(
         self,
@@ -115,7 +119,7 @@ class SqliteSearch:
         """Rows of id, key and ``columns`` for the records ``query`` selects among the index's
         best matches of the FTS5 ``expression``, best first, with their scores; None when
         those best matches do not hold ``limit`` of them."""
-        prefetch = limit * PREFETCH_FACTOR
+        prefetch = limit * self.prefetch_factor
         hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
         rank = dict(hits)
         found: list[tuple[Any, ...]] = []
@@ -130,25 +134,22 @@ class SqliteSearch:
             if len(found) >= limit:
                 break
         if len(found) < limit and len(hits) == prefetch:
-            return None  # other partitions (or filters) took the best matches
+            return None
         found.sort(key=lambda row: (rank[row[0]], row[1]))
         return [(row, -float(rank[row[0]])) for row in found[:limit]]
 
     def _is_small(self, conn: sqlite3.Connection, query: RecordQuery) -> bool:
-        """Whether ``query``'s partition holds under half of the indexed records (then asking
-        for its token pays; a partition that is most of the index would only slow the match
-        down). Sizes are remembered for a minute."""
-        now = time.monotonic()
+        """Whether ``query``'s partition holds under ``small_share`` of the indexed records
+        (then asking for its token pays; a partition that is most of the index would only
+        slow the match down). Sizes are remembered for a minute."""
         key = (query.namespace, query.scope)
         known = self._shares.get(key)
-        if known is None or now - known[1] > SHARE_TTL_S:
+        if known is None:
             where, params = record_where(RecordQuery(query.namespace, query.scope))
             (size,) = conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()
             (total,) = conn.execute("SELECT count(*) FROM records").fetchone()
-            if len(self._shares) > 10_000:
-                self._shares.clear()
-            known = self._shares[key] = (size < total / 2, now)
-        return known[0]
+            known = self._shares[key] = size < total * self.small_share
+        return known
 
     async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed documents hold each term."""

@@ -2,7 +2,9 @@
 
 SQLite connections are not safe to share between threads, and one writer at a time is all
 SQLite allows anyway; so every call runs on a single dedicated thread, in submission order.
-Driver errors are translated to ``StorageError`` here, at the boundary.
+Driver errors are translated to ``StorageError`` here, at the boundary. A write waits for
+another connection's write lock (another process's, say) up to ``busy_timeout_s``; only past
+that does it fail, with ``StorageBusyError``.
 """
 
 from __future__ import annotations
@@ -14,17 +16,29 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from engramdb.core.errors import EngineClosedError, StorageError
+from engramdb.core.errors import EngineClosedError, StorageBusyError, StorageError
 
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]
+#: How long a statement waits for another connection's lock before it fails.
+BUSY_TIMEOUT_S = 30.0
+
+
+_BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 
 
 class SqliteWorker:
     """A SQLite connection (WAL mode) behind a one-thread executor."""
 
-    def __init__(self, path: str, *, synchronous: Synchronous = "full") -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = path
+        self.busy_timeout_s = busy_timeout_s
         self._synchronous = synchronous
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-sqlite")
         self._conn: sqlite3.Connection | None = None
@@ -34,7 +48,8 @@ class SqliteWorker:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 10000")
+        # SQLite's busy handler retries a locked database until this runs out.
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
         if self.path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
             # Truncate the WAL after checkpoints so an idle database does not keep megabytes.
@@ -64,6 +79,14 @@ class SqliteWorker:
         try:
             return await loop.run_in_executor(self._executor, fn, conn)
         except sqlite3.Error as exc:
+            # The primary result code (the low byte) of an extended one: BUSY_SNAPSHOT is BUSY.
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY:
+                raise StorageBusyError(
+                    f"the SQLite database {self.path} stayed locked by another connection for "
+                    f"{self.busy_timeout_s:g} s (a long rebuild or import?); nothing was written",
+                    path=self.path,
+                    waited_s=self.busy_timeout_s,
+                ) from exc
             raise StorageError(f"SQLite error: {exc}", path=self.path) from exc
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:

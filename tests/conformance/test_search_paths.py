@@ -1,0 +1,108 @@
+"""Every way a backend finds full-text candidates gives the same hits, whatever other tenants
+store: run against every backend, with thresholds set so that small data takes each path."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+import engramdb
+from engramdb.core.intent import MemoryItem
+from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.engine import Engine, EngineConfig
+from engramdb.storage.backend import Backend
+from engramdb.storage.records import Put, Record, RecordQuery
+from tests.conformance.test_backend_contract import record as contract_record
+from tests.postgres.database import empty_database
+
+ALICE = Scope(tenant="acme", user="alice")
+BOB = Scope(tenant="globex", user="bob")
+
+
+def record(key: str, text: str, scope: Scope = ALICE, **fields: object) -> Record:
+    """A record of namespace ``ns`` whose full-text key is ``text``."""
+    return contract_record(key, scope, text=text, **fields)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def bm25_engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+    """An engine without vectors on each backend."""
+    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as opened:
+        yield opened
+
+
+async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
+    bm25_engine: Engine,
+) -> None:
+    mine = bm25_engine.scope(tenant="a", user="u")
+    theirs = bm25_engine.scope(tenant="b", user="u")
+    for text in ("I bought a red kayak yesterday", "I flew to Zanzibar with my sister"):
+        await mine.episodic.memorize(MemoryItem(text=text, role="user"))
+    await mine.episodic.memorize(MemoryItem(text="We cooked pasta", role="user"))
+    question = "did I travel to zanzibar or buy a kayak"
+    before = [hit.text for hit in await mine.episodic.remember(question)]
+    assert set(before) == {"I bought a red kayak yesterday", "I flew to Zanzibar with my sister"}
+    for start in range(0, 3000, 500):
+        await theirs.episodic.memorize_many(
+            [
+                MemoryItem(text=f"zanzibar zanzibar note {n}", role="user")
+                for n in range(start, start + 500)
+            ]
+        )
+    after = [hit.text for hit in await mine.episodic.remember(question)]
+    assert set(after) == set(before)
+
+
+async def test_text_and_text_ids_agree_when_the_best_matches_are_another_partitions(
+    backend: Backend,
+) -> None:
+    # Bob's partition is most of the index, so Alice's is searched without its token first;
+    # Bob's records then take every one of the index's best matches.
+    crowd = [Put(record(f"b{n}", "zanzibar zanzibar note", BOB)) for n in range(60)]
+    mine = [
+        Put(record("a1", "flew to zanzibar with my sister")),
+        Put(record("a2", "bought a red kayak")),
+        Put(record("a3", "cooked pasta")),
+    ]
+    await backend.commit(mine, [])
+    # Alice's partition is all of the index when its share is first measured.
+    assert await backend.search.text_ids(RecordQuery("ns", ALICE), '"zanzibar"', 2)
+    await backend.commit(crowd, [])
+    match = '"zanzibar" OR "kayak"'
+    hits = await backend.search.text(RecordQuery("ns", ALICE), match, 2)
+    assert {r.key for r, _ in hits} == {"a1", "a2"}
+    ids = await backend.search.text_ids(RecordQuery("ns", ALICE), match, 2)
+    assert ids == [(r.id, score) for r, score in hits]
+
+
+async def test_a_search_across_partitions_finds_every_partitions_matches(
+    backend: Backend,
+) -> None:
+    await backend.commit([Put(record("a1", "apple pie")), Put(record("b1", "apple tart", BOB))], [])
+    tenant_wide = RecordQuery("ns", ScopeFilter(ALICE, ("tenant",)))
+    assert [r.key for r, _ in await backend.search.text(tenant_wide, '"apple"', 5)] == ["a1"]
+    everyone = RecordQuery("ns", None)
+    assert {r.key for r, _ in await backend.search.text(everyone, '"apple"', 5)} == {"a1", "b1"}
+    assert len(await backend.search.text_ids(everyone, '"apple"', 5)) == 2
+
+
+async def test_a_match_without_words_or_room_finds_nothing(backend: Backend) -> None:
+    await backend.commit([Put(record("a1", "apple pie"))], [])
+    assert await backend.search.text(RecordQuery("ns", ALICE), '"apple"', 0) == []
+    assert await backend.search.text(RecordQuery("ns", ALICE), '"_"', 5) == []
+    counts = await backend.search.document_frequencies(["apple", "_"])
+    assert counts == {"apple": 1, "_": 0}
+
+
+async def test_record_ids_are_those_the_query_selects(backend: Backend) -> None:
+    stored = (
+        await backend.commit(
+            [Put(record("a1", "apple")), Put(record("a2", "pear")), Put(record("b", "x", BOB))],
+            [],
+        )
+    ).stored
+    ids = await backend.search.record_ids(RecordQuery("ns", ALICE))
+    assert sorted(ids) == sorted(r.id or 0 for r in stored[:2])
