@@ -48,4 +48,3 @@ async def test_docs_page_and_every_file_it_loads_come_from_the_service(
         assert re.search(r"swagger-ui-5\.\d+\.\d+", str(swagger_ui_path))
         assert (await client.get("/docs/oauth2-redirect")).status_code == 200
         assert (await client.get("/redoc")).status_code == 404  # it would need a CDN
-
