@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -22,13 +24,20 @@ def serving(
     timeout_s: float = 120,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Start ``command`` (its output to ``log``), wait until ``ready_url`` answers 200, and
-    stop it when the block ends.
+    stop it when the block ends, with every process it started.
 
     Raises:
         RuntimeError: the process exited, or did not answer within ``timeout_s``.
     """
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        process = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,  # its own process group: stopped whole (a shell's too)
+        )
         try:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -44,9 +53,19 @@ def serving(
                 time.sleep(0.2)
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=30)
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``process`` and the rest of its process group (it must lead one): SIGTERM, then
+    SIGKILL after 30 s."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sent)
+        except ProcessLookupError:
+            break  # nothing of the group is left
+        try:
+            process.wait(timeout=30)
+            break
+        except subprocess.TimeoutExpired:
+            continue
