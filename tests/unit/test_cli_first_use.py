@@ -16,19 +16,9 @@ from engramdb.cli.app import EVENT_TYPES, app
 from engramdb.cli.target import describe_target
 from engramdb.core.events import EVENT_TYPES as DOMAIN_EVENT_TYPES
 from engramdb.orchestrator.trace import TurnTraced
+from tests.helpers.cli import run
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"ENGRAM_DB": str(tmp_path / "cli.db"), "COLUMNS": "200"})
-
-
-def run(cli: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = cli.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
 
 TAIL = "or check the path)\n"
 
