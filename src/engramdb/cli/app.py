@@ -86,7 +86,7 @@ def main_options(
         typer.Option(
             envvar="ENGRAM_DB",
             help="Database: a SQLite file (its folder must exist) or a postgresql:// URL "
-            "[default: engram.db in the user data folder].",
+            "(default: engram.db in the user data folder).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,

@@ -15,7 +15,7 @@ from engramdb.core.errors import UsageError
 #: ``--db`` of ``serve`` and ``inspect``: the same as the global option, given after the command.
 DbOption = Annotated[
     str | None,
-    typer.Option(help="Database path or postgresql:// URL [default: the global --db]."),
+    typer.Option(help="Database path or postgresql:// URL (default: the global --db)."),
 ]
 
 
