@@ -125,7 +125,9 @@ def eval_command(
     plot: Annotated[Path | None, typer.Option(help="Write a PNG chart here.")] = None,
     embedding_cache: Annotated[
         Path | None,
-        typer.Option(help="SQLite file caching embeddings across runs [default: user cache]."),
+        typer.Option(
+            help="SQLite file caching embeddings across runs (default: in the user cache)."
+        ),
     ] = None,
     no_embedding_cache: Annotated[
         bool, typer.Option("--no-embedding-cache", help="Embed everything afresh.")
