@@ -6,10 +6,13 @@
 #   bash bench/bench_cli_start.sh [SRC ...]
 #
 # Each SRC is a src/ folder put first on PYTHONPATH (say, two checkouts to compare); without
-# one, the installed package is timed. The engram command is the one beside this python.
+# one, the installed package is timed. The engram command is the one beside this python. On a
+# machine shared with other work, `nice -n -15 bash bench/bench_cli_start.sh …` (as root) keeps
+# the figures closer to those of an idle machine.
 set -euo pipefail
-python=$(command -v python3 || command -v python)
-engram="$(dirname "$("$python" -c 'import sys; print(sys.executable)')")/engram"
+# The interpreter itself, not a launcher in front of it (pyenv's shims are shell scripts).
+python=$("$(command -v python3 || command -v python)" -c 'import sys; print(sys.executable)')
+engram="$(dirname "$python")/engram"
 runs=${RUNS:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
