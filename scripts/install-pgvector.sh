@@ -3,8 +3,9 @@
 #
 # Debian 12 ships no pgvector for PostgreSQL 15, so the extension is built from Debian trixie's
 # source package. trixie's source list lives in a temporary apt state: the machine's own apt
-# sources stay untouched. Idempotent: a second run only checks and (re)starts the server.
-# Needs root (apt-get, make install).
+# sources stay untouched. A server installed by this script trusts loopback connections (the
+# tests connect as postgres with no password). Idempotent: a second run only checks and
+# (re)starts the server. Needs root (apt-get, make install); scripts/test.sh runs it.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 PG_MAJOR=15
@@ -37,6 +38,13 @@ if [ ! -f "$("$pg_config_bin" --sharedir)/extension/vector.control" ]; then
   (cd "$work" && apt-get "${opts[@]}" source -qq pgvector >/dev/null)
   make -s -C "$work"/pgvector-*/ PG_CONFIG="$pg_config_bin" -j"$(nproc)"
   make -s -C "$work"/pgvector-*/ PG_CONFIG="$pg_config_bin" install
+fi
+
+if [ -z "$before" ]; then
+  # The server was installed just now, for the tests, which connect as postgres with no
+  # password: trust connections from this machine's loopback (test machines only).
+  sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' \
+    "/etc/postgresql/$PG_MAJOR/$CLUSTER/pg_hba.conf"
 fi
 
 # Installing the server headers may have upgraded the server: a running server must restart

@@ -2,7 +2,18 @@
 
 Open a database with :func:`open` (async) or :func:`open_sync`, take a scope with
 ``engine.scope(tenant=..., user=...)`` and use its ``manager`` (rfc-2002 provider API).
+
+Every name but the errors is imported on first use (PEP 562), so that ``import engramdb`` and
+the ``engram`` command start without loading the storage, index and model machinery they may
+not need.
 """
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+from typing import TYPE_CHECKING, Any
 
 from engramdb.core.errors import (
     AuthenticationError,
@@ -35,59 +46,163 @@ from engramdb.core.errors import (
     ValidationError,
     ValueTooLargeError,
 )
-from engramdb.core.events import (
-    DomainEvent,
-    EventEnvelope,
-    MemoryDeleted,
-    MemoryExpired,
-    MemoryIndexed,
-    MemoryInvalidated,
-    MemoryLinked,
-    MemoryProviderRegistered,
-    MemoryWritten,
-    ProducerRef,
-    TraceContext,
-)
-from engramdb.core.intent import (
-    CapacityInfo,
-    ForgetResult,
-    MemorizeResult,
-    MemoryItem,
-    SummaryResult,
-)
-from engramdb.core.scope import Scope, ScopeFilter
-from engramdb.core.types import (
-    MemoryEntry,
-    MemoryTier,
-    ProviderCapabilities,
-    RecallQuery,
-    RecallResult,
-    RecallScope,
-)
-from engramdb.engine import Engine, EngineConfig, RebuildReport, ScopedMemory, open
-from engramdb.manager.manager import MemoryManager, ProviderFailure, RecallReport
-from engramdb.manager.registry import ProviderRegistry
-from engramdb.orchestrator.plugin import TypeLimits
-from engramdb.orchestrator.type_limits import MemoryTypeLimits
-from engramdb.providers.base import MemoryProvider
-from engramdb.providers.event_sourced import EventSourcedProvider
-from engramdb.providers.graph import (
-    EntityType,
-    GraphEntity,
-    GraphMemoryProvider,
-    GraphPath,
-    GraphRelation,
-    GraphTraversal,
-    RelationType,
-    TraversalPattern,
-)
-from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
-from engramdb.storage.backend import Backend, EventQuery, EventStore
-from engramdb.storage.registry import register_backend
-from engramdb.storage.sqlite import SqliteBackend
-from engramdb.sync import SyncEngine, open_sync
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from engramdb.core.events import (
+        DomainEvent,
+        EventEnvelope,
+        MemoryDeleted,
+        MemoryExpired,
+        MemoryIndexed,
+        MemoryInvalidated,
+        MemoryLinked,
+        MemoryProviderRegistered,
+        MemoryWritten,
+        ProducerRef,
+        TraceContext,
+    )
+    from engramdb.core.intent import (
+        CapacityInfo,
+        ForgetResult,
+        MemorizeResult,
+        MemoryItem,
+        SummaryResult,
+    )
+    from engramdb.core.scope import (
+        Scope,
+        ScopeFilter,
+    )
+    from engramdb.core.types import (
+        MemoryEntry,
+        MemoryTier,
+        ProviderCapabilities,
+        RecallQuery,
+        RecallResult,
+        RecallScope,
+    )
+    from engramdb.engine import (
+        Engine,
+        EngineConfig,
+        RebuildReport,
+        ScopedMemory,
+        open,
+    )
+    from engramdb.manager.manager import (
+        MemoryManager,
+        ProviderFailure,
+        RecallReport,
+    )
+    from engramdb.manager.registry import ProviderRegistry
+    from engramdb.orchestrator.plugin import TypeLimits
+    from engramdb.orchestrator.type_limits import MemoryTypeLimits
+    from engramdb.providers.base import MemoryProvider
+    from engramdb.providers.event_sourced import EventSourcedProvider
+    from engramdb.providers.graph import (
+        EntityType,
+        GraphEntity,
+        GraphMemoryProvider,
+        GraphPath,
+        GraphRelation,
+        GraphTraversal,
+        RelationType,
+        TraversalPattern,
+    )
+    from engramdb.providers.working import (
+        WorkingMemoryLimits,
+        WorkingMemoryProvider,
+        WorkingStore,
+    )
+    from engramdb.storage.backend import (
+        Backend,
+        EventQuery,
+        EventStore,
+    )
+    from engramdb.storage.registry import register_backend
+    from engramdb.storage.sqlite import SqliteBackend
+    from engramdb.sync import (
+        SyncEngine,
+        open_sync,
+    )
+
+try:
+    __version__ = _distribution_version("engramdb")
+except PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
+
+#: Where each lazily imported public name lives.
+_LAZY: dict[str, str] = {
+    "DomainEvent": "engramdb.core.events",
+    "EventEnvelope": "engramdb.core.events",
+    "MemoryDeleted": "engramdb.core.events",
+    "MemoryExpired": "engramdb.core.events",
+    "MemoryIndexed": "engramdb.core.events",
+    "MemoryInvalidated": "engramdb.core.events",
+    "MemoryLinked": "engramdb.core.events",
+    "MemoryProviderRegistered": "engramdb.core.events",
+    "MemoryWritten": "engramdb.core.events",
+    "ProducerRef": "engramdb.core.events",
+    "TraceContext": "engramdb.core.events",
+    "CapacityInfo": "engramdb.core.intent",
+    "ForgetResult": "engramdb.core.intent",
+    "MemorizeResult": "engramdb.core.intent",
+    "MemoryItem": "engramdb.core.intent",
+    "SummaryResult": "engramdb.core.intent",
+    "Scope": "engramdb.core.scope",
+    "ScopeFilter": "engramdb.core.scope",
+    "MemoryEntry": "engramdb.core.types",
+    "MemoryTier": "engramdb.core.types",
+    "ProviderCapabilities": "engramdb.core.types",
+    "RecallQuery": "engramdb.core.types",
+    "RecallResult": "engramdb.core.types",
+    "RecallScope": "engramdb.core.types",
+    "Engine": "engramdb.engine",
+    "EngineConfig": "engramdb.engine",
+    "RebuildReport": "engramdb.engine",
+    "ScopedMemory": "engramdb.engine",
+    "open": "engramdb.engine",
+    "MemoryManager": "engramdb.manager.manager",
+    "ProviderFailure": "engramdb.manager.manager",
+    "RecallReport": "engramdb.manager.manager",
+    "ProviderRegistry": "engramdb.manager.registry",
+    "TypeLimits": "engramdb.orchestrator.plugin",
+    "MemoryTypeLimits": "engramdb.orchestrator.type_limits",
+    "MemoryProvider": "engramdb.providers.base",
+    "EventSourcedProvider": "engramdb.providers.event_sourced",
+    "EntityType": "engramdb.providers.graph",
+    "GraphEntity": "engramdb.providers.graph",
+    "GraphMemoryProvider": "engramdb.providers.graph",
+    "GraphPath": "engramdb.providers.graph",
+    "GraphRelation": "engramdb.providers.graph",
+    "GraphTraversal": "engramdb.providers.graph",
+    "RelationType": "engramdb.providers.graph",
+    "TraversalPattern": "engramdb.providers.graph",
+    "WorkingMemoryLimits": "engramdb.providers.working",
+    "WorkingMemoryProvider": "engramdb.providers.working",
+    "WorkingStore": "engramdb.providers.working",
+    "Backend": "engramdb.storage.backend",
+    "EventQuery": "engramdb.storage.backend",
+    "EventStore": "engramdb.storage.backend",
+    "register_backend": "engramdb.storage.registry",
+    "SqliteBackend": "engramdb.storage.sqlite",
+    "SyncEngine": "engramdb.sync",
+    "open_sync": "engramdb.sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engramdb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not (and none of this module's own helpers)."""
+    return sorted(__all__)
+
 
 __all__ = [
     "AuthenticationError",

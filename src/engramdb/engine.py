@@ -61,7 +61,7 @@ from engramdb.providers.graph import (
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
-from engramdb.restore import append_export, count_records
+from engramdb.restore import append_export, count_rows
 from engramdb.storage.backend import Backend, BackendStats, EventStore
 from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
@@ -377,11 +377,26 @@ class Engine:
         """
         done = 0
         keep = self.indexer.model if stale_only else None
-        for spec in (*self.specs, GRAPH_SPEC):
-            if spec.vectors:
-                await self.backend.search.drop_vectors(spec.namespace, keep_model=keep)
-                done += await self.indexer.reindex(spec, progress)
+        for spec in self._vectored_specs():
+            await self.backend.search.drop_vectors(spec.namespace, keep_model=keep)
+            done += await self.indexer.reindex(spec, progress)
         return done
+
+    async def reindex_total(self, *, stale_only: bool = False) -> int:
+        """How many memories :meth:`reindex` would embed now (the total of a progress bar;
+        with ``stale_only``, the memories less the vectors of the current model)."""
+        if self.indexer.embedder is None:
+            return 0
+        live = 0
+        for spec in self._vectored_specs():
+            live += await self.backend.count(RecordQuery(spec.namespace, None))
+        if not stale_only:
+            return live
+        current = (await self.vector_counts()).get(self.indexer.model, 0)
+        return max(0, live - current)
+
+    def _vectored_specs(self) -> list[ProjectionSpec]:
+        return [spec for spec in (*self.specs, GRAPH_SPEC) if spec.vectors]
 
     async def vector_counts(self) -> dict[str, int]:
         """How many memories hold a vector, per embedding model (reads every vector)."""
@@ -409,13 +424,17 @@ class Engine:
             yield {"kind": "event", **event.model_dump(mode="json")}
 
     async def restore(
-        self, source: str | Path, progress: Callable[[str, int], None] | None = None
+        self,
+        source: str | Path,
+        progress: Callable[[str, int], None] | None = None,
+        *,
+        totals: Callable[[str, int], None] | None = None,
     ) -> RestoreReport:
         """Load the export at ``source`` (:meth:`export` as JSON lines) into this empty
         database: its events appended as they were, every projection rebuilt from them,
         vectors computed with this engine's model. ``progress`` is told ``(phase, amount)``
         as events are appended (``"append"``), replayed (``"rebuild"``) and memories
-        embedded (``"embed"``).
+        embedded (``"embed"``); ``totals`` is told ``(phase, total)`` as each phase starts.
 
         Raises:
             UsageError: there is no such file, or this database already holds memories.
@@ -426,12 +445,20 @@ class Engine:
         def told(phase: str) -> Callable[[int], None] | None:
             return None if progress is None else lambda amount: progress(phase, amount)
 
+        def starts(phase: str, total: int) -> None:
+            if totals is not None:
+                totals(phase, total)
+
         path = Path(source)
-        expected = count_records(path)  # every line checked before anything is written
+        expected, events = count_rows(path)  # every line checked before anything is written
+        starts("append", events)
         appended = await append_export(self.events, path, told("append"))
+        starts("rebuild", await self.events.count())
         await self.rebuild(told("rebuild"))
-        embedded = told("embed")
-        vectors = await self.reindex(embedded, stale_only=True) if self.indexer.embedder else 0
+        vectors = 0
+        if self.indexer.embedder:
+            starts("embed", await self.reindex_total(stale_only=True))
+            vectors = await self.reindex(told("embed"), stale_only=True)
         stored = (await self.stats()).records
         seconds = time.perf_counter() - started
         return RestoreReport(appended, expected, stored, vectors, seconds)

@@ -64,10 +64,16 @@ def _row(number: int, line: str) -> tuple[str, EventEnvelope | None]:
         ) from exc
 
 
-def count_records(source: Path) -> int:
-    """How many records the export lists, every line checked on the way (see
-    :func:`export_rows`)."""
-    return sum(1 for kind, _ in export_rows(source) if kind == "record")
+def count_rows(source: Path) -> tuple[int, int]:
+    """How many records and how many events the export lists, every line checked on the way
+    (see :func:`export_rows`)."""
+    records = events = 0
+    for kind, _ in export_rows(source):
+        if kind == "record":
+            records += 1
+        else:
+            events += 1
+    return records, events
 
 
 async def append_export(

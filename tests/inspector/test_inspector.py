@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +21,7 @@ from engramdb.inspector.graph_svg import graph_svg
 from engramdb.inspector.html import score_bars
 from engramdb.providers.graph import GraphEntity, GraphRelation
 from tests.helpers.ports import free_port
+from tests.helpers.processes import serving
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -163,24 +162,13 @@ def test_engram_inspect_serves_the_pages(tmp_path: Path) -> None:
 
     asyncio.run(fill())
     port = free_port()
-    command = [sys.executable, "-m", "engramdb.cli", "--db", str(db), "inspect"]
+    # --db after the command, as serve takes it (the global --db before it works as well).
+    command = [sys.executable, "-m", "engramdb.cli", "inspect", "--db", str(db)]
     command += ["--port", str(port), "--no-vectors"]
-    log_path = tmp_path / "inspect.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log_path.read_text()
-            try:
-                page = httpx.get(f"http://127.0.0.1:{port}/scope?user=alice", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "engram inspect did not start"
-                time.sleep(0.2)
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "inspect.log"
+    with serving(command, f"{url}/", log=log):
+        page = httpx.get(f"{url}/scope?user=alice", timeout=10)
         assert page.status_code == 200
         assert "I moved to Lisbon" in page.text
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    assert f"store  {db}" in log.read_text()

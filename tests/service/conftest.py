@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from engramdb.engine import Engine, EngineConfig
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
 from tests.helpers.ports import free_port
+from tests.helpers.processes import serving
 
 JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 LIVE_TENANT = "acme"
@@ -98,36 +97,14 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     db = tmp_path_factory.mktemp("live") / "engram.db"
     keys = asyncio.run(_issue_keys(db))
     port = free_port()
-    log = (db.parent / "serve.log").open("wb")
     env = {**os.environ, "ENGRAM_JWT_SECRET": JWT_SECRET, "HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "engramdb.cli", "--db", str(db), "serve"),
-            *("--host", "127.0.0.1", "--port", str(port), "--auth", "production"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"engram serve exited: {(db.parent / 'serve.log').read_text()}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("engram serve did not start within 120 s")
-            time.sleep(0.2)
+    command = [
+        *(sys.executable, "-m", "engramdb.cli", "--db", str(db), "serve"),
+        *("--host", "127.0.0.1", "--port", str(port), "--auth", "production"),
+    ]
+    with serving(command, f"{url}/healthz", log=db.parent / "serve.log", env=env):
         yield LiveServer(url, db, *keys)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
 
 
 Connect = Callable[..., MemoryClient]

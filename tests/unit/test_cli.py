@@ -14,20 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 import engramdb
-from engramdb.cli.app import app
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> CliRunner:
-    return CliRunner(env={"ENGRAM_DB": str(tmp_path / "cli.db"), "COLUMNS": "200"})
-
-
-def run(cli: CliRunner, *args: str) -> tuple[int, str, str]:
-    result = cli.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.helpers.cli import run
 
 
 def test_add_get_recall_events_rebuild_stats(cli: CliRunner) -> None:

@@ -5,22 +5,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from engramdb.cli import render
-from engramdb.cli.app import JsonFlag, run, run_unopened, settings_of
+from engramdb.cli.app import JsonFlag, fail, run, run_unopened, settings_of
 from engramdb.core.errors import UsageError
-from engramdb.engine import Engine, ScopedMemory
-from engramdb.orchestrator.tenancy import Role, Tenant, User
-from engramdb.storage.registry import create_service_login, migrate_target
+
+if TYPE_CHECKING:
+    from engramdb.engine import Engine, ScopedMemory
+    from engramdb.orchestrator.tenancy import Role, Tenant, User
 
 
-def _role(role: str) -> Role:
-    if role not in ("reader", "writer"):
-        raise UsageError("--role must be 'reader' or 'writer'")
-    return "reader" if role == "reader" else "writer"
+class RoleChoice(StrEnum):
+    """``--role`` values."""
+
+    reader = "reader"
+    writer = "writer"
+
+
+RoleOption = Annotated[
+    RoleChoice, typer.Option(help="reader (reads only) or writer (reads and writes).")
+]
+
+
+def _role(role: RoleChoice) -> Role:
+    return "reader" if role is RoleChoice.reader else "writer"
 
 
 def _show(ctx: typer.Context, data: Any, text: str) -> None:
@@ -58,8 +70,10 @@ def register(app: typer.Typer) -> None:
         schema (on PostgreSQL: to create the vector extension, the roles and the tables), and
         services may then connect as logins that are not.
         """
+        from engramdb.storage.registry import migrate_target
+
         settings = settings_of(ctx, as_json)
-        applied = run_unopened(lambda: migrate_target(settings.db))
+        applied = run_unopened(lambda: migrate_target(settings.target()))
         text = "\n".join(f"applied {name}" for name in applied) or "the schema is up to date"
         _show(ctx, {"applied": applied}, text)
 
@@ -83,12 +97,14 @@ def register(app: typer.Typer) -> None:
         settings = settings_of(ctx, as_json)
 
         async def work() -> bool:
+            from engramdb.storage.registry import create_service_login
+
             password = None
             if password_env is not None:
                 password = os.environ.get(password_env)
                 if not password:
                     raise UsageError(f"the environment variable {password_env} is empty or unset")
-            return await create_service_login(settings.db, login, password)
+            return await create_service_login(settings.target(), login, password)
 
         created = run_unopened(work)
         verb = "created" if created else "checked"
@@ -214,7 +230,7 @@ def register(app: typer.Typer) -> None:
         user_id: Annotated[
             str | None, typer.Option("--user", help="Bind the key to this user.")
         ] = None,
-        role: Annotated[str, typer.Option(help="reader or writer.")] = "writer",
+        role: RoleOption = RoleChoice.writer,
         name: Annotated[str, typer.Option(help="What the key is for.")] = "",
         as_json: JsonFlag = False,
     ) -> None:
@@ -266,7 +282,7 @@ def register(app: typer.Typer) -> None:
     def token_create(
         tenant_id: str,
         user_id: Annotated[str | None, typer.Option("--user", help="The token's subject.")] = None,
-        role: Annotated[str, typer.Option(help="reader or writer.")] = "writer",
+        role: RoleOption = RoleChoice.writer,
         ttl: Annotated[int, typer.Option(min=1, help="Lifetime in seconds.")] = 3600,
         secret: Annotated[
             str | None, typer.Option(envvar="ENGRAM_JWT_SECRET", help="The HS256 secret.")
@@ -285,5 +301,4 @@ def register(app: typer.Typer) -> None:
                 )
             )
         except UsageError as exc:
-            render.err.print(f"error: {exc.message}")
-            raise typer.Exit(2) from None
+            raise fail(exc) from None

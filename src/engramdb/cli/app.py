@@ -5,6 +5,9 @@ Every command opens the database given by ``--db`` (or ``ENGRAM_DB``, or a file 
 data directory), works in the scope given by ``--tenant``/``--user``/``--agent``/``--session``,
 and prints a table, or JSON with ``--json``. Errors are one line on stderr with exit code 2 for
 a bad request and 1 for a failure of the system.
+
+The engine and its models are imported when a command runs, not when the command line is
+parsed, so ``engram --help`` starts at once.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import platformdirs
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+import engramdb
 from engramdb.cli import render
+from engramdb.cli.progress import bars
+from engramdb.cli.target import resolve_target
 from engramdb.core.errors import (
     EngramError,
     PartialRecallWarning,
@@ -32,13 +35,25 @@ from engramdb.core.errors import (
     UsageError,
     ValidationError,
 )
-from engramdb.core.types import MemoryTier, RecallQuery
-from engramdb.engine import Engine, ScopedMemory
-from engramdb.engine import open as open_engine
-from engramdb.storage.backend import EventQuery
+
+if TYPE_CHECKING:
+    from engramdb.engine import Engine, ScopedMemory
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+#: The content types of rfc-2001; others may be used as well.
+CONTENT_TYPES = "activity, profile, event, fact, conversation, reasoning, research, entity"
+#: The event types of the log (checked against the domain events by a test).
+EVENT_TYPES = (
+    "memory.written, memory.deleted, memory.restored, memory.linked, memory.invalidated, "
+    "memory.indexed, memory.expired, memory.provider.registered, turn.traced"
+)
+ContentTypes = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--type", "-t", help=f"Only this content type ({CONTENT_TYPES}, or your own); repeatable."
+    ),
+]
 app = typer.Typer(
     help="Engram: long-term memory for LLM agents.",
     no_args_is_help=True,
@@ -47,37 +62,54 @@ app = typer.Typer(
 )
 
 
-def default_db() -> str:
-    """Where the CLI keeps its database unless told otherwise."""
-    return str(Path(platformdirs.user_data_dir("engram")) / "engram.db")
-
-
 @dataclass(frozen=True)
 class Settings:
-    """The global options of one invocation."""
+    """The global options of one invocation (``db`` is ``None`` for the default file)."""
 
-    db: str
+    db: str | None
     as_json: bool
     tenant: str
     user: str | None
     agent: str | None
     session: str | None
 
+    def target(self) -> str:
+        """The database to open (see :func:`engramdb.cli.target.resolve_target`)."""
+        return resolve_target(self.db)
+
+
+def show_version(value: bool) -> None:
+    """``--version``: print the version and stop."""
+    if value:
+        print(f"engram {engramdb.__version__}")
+        raise typer.Exit
+
 
 @app.callback()
 def main_options(
     ctx: typer.Context,
     db: Annotated[
-        str | None, typer.Option(envvar="ENGRAM_DB", help="Database path or URL.")
+        str | None,
+        typer.Option(
+            envvar="ENGRAM_DB",
+            help="Database: a SQLite file (its folder must exist) or a postgresql:// URL "
+            "(default: engram.db in the user data folder).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     tenant: Annotated[str, typer.Option(envvar="ENGRAM_TENANT")] = "default",
     user: Annotated[str | None, typer.Option(envvar="ENGRAM_USER")] = None,
     agent: Annotated[str | None, typer.Option(envvar="ENGRAM_AGENT")] = None,
     session: Annotated[str | None, typer.Option(envvar="ENGRAM_SESSION")] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Engram: long-term memory for LLM agents."""
-    ctx.obj = Settings(db or default_db(), as_json, tenant, user, agent, session)
+    ctx.obj = Settings(db, as_json, tenant, user, agent, session)
 
 
 def run(
@@ -90,7 +122,9 @@ def run(
     settings = settings_of(ctx, as_json)
 
     async def main() -> T:
-        async with open_engine(settings.db) as engine:
+        from engramdb.engine import open as open_engine
+
+        async with open_engine(settings.target()) as engine:
             memory = engine.scope(
                 tenant=settings.tenant,
                 user=settings.user,
@@ -114,6 +148,12 @@ def settings_of(ctx: typer.Context, as_json: bool) -> Settings:
 _SHOWN_WARNINGS = (StaleVectorsWarning, PartialRecallWarning)
 
 
+def fail(exc: EngramError) -> typer.Exit:
+    """Print ``exc`` as one ``error:`` line; the exit to raise (2: the caller's mistake)."""
+    render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    return typer.Exit(2 if isinstance(exc, UsageError) else 1)
+
+
 def run_unopened(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run ``main`` (which opens what it needs itself); errors become one line."""
     try:
@@ -135,8 +175,7 @@ def run_unopened(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
                             each.message, each.category, each.filename, each.lineno
                         )
     except EngramError as exc:
-        render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
-        raise typer.Exit(2 if isinstance(exc, UsageError) else 1) from None
+        raise fail(exc) from None
 
 
 def parse_meta(pairs: list[str]) -> dict[str, Any]:
@@ -158,7 +197,9 @@ def add(
     ctx: typer.Context,
     key: str,
     value: str,
-    content_type: Annotated[str, typer.Option("--type", "-t", help="Content type.")] = "fact",
+    content_type: Annotated[
+        str, typer.Option("--type", "-t", help=f"Content type: {CONTENT_TYPES}, or your own.")
+    ] = "fact",
     meta: Annotated[list[str] | None, typer.Option("--meta", "-m", help="key=value")] = None,
     ttl: Annotated[float | None, typer.Option(help="Expire after this many seconds.")] = None,
     json_value: Annotated[bool, typer.Option("--json-value", help="Parse VALUE as JSON.")] = False,
@@ -167,6 +208,8 @@ def add(
     """Store VALUE under KEY in persistent memory."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
+        from engramdb.core.types import MemoryTier
+
         if json_value:
             try:
                 parsed: Any = json.loads(value)
@@ -204,7 +247,7 @@ def get(ctx: typer.Context, key: str, as_json: JsonFlag = False) -> None:
         if ctx.obj.as_json:
             render.emit_json(entry.model_dump(mode="json"))
         else:
-            render.out.print(render.entry_table([entry], key))
+            render.table(render.entry_table([entry], key))
 
     run(ctx, work, as_json)
 
@@ -214,19 +257,21 @@ def recall(
     ctx: typer.Context,
     query: str,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
-    content_type: Annotated[list[str] | None, typer.Option("--type", "-t")] = None,
+    content_type: ContentTypes = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Find the memories that best match QUERY across all tiers."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
+        from engramdb.core.types import RecallQuery
+
         results = await memory.manager.recall(
             RecallQuery(query=query, limit=limit, content_types=content_type)
         )
         if ctx.obj.as_json:
             render.emit_json([r.model_dump(mode="json") for r in results])
         else:
-            render.out.print(render.recall_table(results, query))
+            render.table(render.recall_table(results, query))
 
     run(ctx, work, as_json)
 
@@ -251,7 +296,7 @@ def delete(ctx: typer.Context, key: str, as_json: JsonFlag = False) -> None:
 def list_entries(
     ctx: typer.Context,
     prefix: Annotated[str | None, typer.Option(help="Only keys starting with this.")] = None,
-    content_type: Annotated[list[str] | None, typer.Option("--type", "-t")] = None,
+    content_type: ContentTypes = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 100,
     as_json: JsonFlag = False,
 ) -> None:
@@ -263,7 +308,7 @@ def list_entries(
         if ctx.obj.as_json:
             render.emit_json([e.model_dump(mode="json") for e in entries])
         else:
-            render.out.print(render.entry_table(entries, f"{len(keys)} entries"))
+            render.table(render.entry_table(entries, f"{len(keys)} entries"))
 
     run(ctx, work, as_json)
 
@@ -271,7 +316,10 @@ def list_entries(
 @app.command()
 def events(
     ctx: typer.Context,
-    event_type: Annotated[list[str] | None, typer.Option("--type", "-t")] = None,
+    event_type: Annotated[
+        list[str] | None,
+        typer.Option("--type", "-t", help=f"Only events of this type ({EVENT_TYPES}); repeatable."),
+    ] = None,
     after: Annotated[int, typer.Option(min=0, help="Only events after this position.")] = 0,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
     as_json: JsonFlag = False,
@@ -279,6 +327,8 @@ def events(
     """Show the event log (oldest first)."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
+        from engramdb.storage.backend import EventQuery
+
         found = await engine.events.read(
             EventQuery(
                 event_types=tuple(event_type) if event_type else None, after=after, limit=limit
@@ -287,21 +337,9 @@ def events(
         if ctx.obj.as_json:
             render.emit_json([e.model_dump(mode="json") for e in found])
         else:
-            render.out.print(render.event_table(found))
+            render.table(render.event_table(found))
 
     run(ctx, work, as_json)
-
-
-def progress_bar(label: str, counter: str, ctx: typer.Context) -> Progress:
-    """A progress bar on stderr for long work, hidden when the output is JSON."""
-    return Progress(
-        TextColumn(label),
-        BarColumn(),
-        TextColumn(counter),
-        TimeElapsedColumn(),
-        console=render.err,
-        disable=ctx.obj.as_json,
-    )
 
 
 @app.command()
@@ -309,11 +347,9 @@ def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Recompute every projection from the event log."""
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
-        total = await engine.events.count()
-        with progress_bar("rebuild", "{task.completed}/{task.total} events", ctx) as bar:
-            task = bar.add_task("rebuild", total=total)
-            report = await engine.rebuild(progress=lambda n: bar.advance(task, n))
-            bar.update(task, completed=total)
+        with bars(hidden=ctx.obj.as_json) as shown:
+            shown.begin("rebuild", await engine.events.count(), "events")
+            report = await engine.rebuild(progress=shown.advancer("rebuild"))
         if ctx.obj.as_json:
             render.emit_json(asdict(report))
         else:
@@ -341,10 +377,10 @@ def reindex(
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         model = engine.indexer.model
-        with progress_bar("reindex", "{task.completed} memories", ctx) as bar:
-            task = bar.add_task("reindex", total=None)
+        with bars(hidden=ctx.obj.as_json) as shown:
+            shown.begin("reindex", await engine.reindex_total(stale_only=stale), "memories")
             started = time.perf_counter()
-            done = await engine.reindex(progress=lambda n: bar.advance(task, n), stale_only=stale)
+            done = await engine.reindex(progress=shown.advancer("reindex"), stale_only=stale)
             seconds = time.perf_counter() - started
         if ctx.obj.as_json:
             render.emit_json({"vectors": done, "model": model, "seconds": seconds})
@@ -369,7 +405,7 @@ def stats(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             return
         render.out.print(
             f"database  {result.url}\nrecords   {result.records}\n"
-            f"events    {result.events}\nsize      {result.size_bytes} bytes",
+            f"events    {result.events}\nsize      {render.size(result.size_bytes)}",
             highlight=False,
         )
         for name, count in vectors.items():

@@ -13,44 +13,21 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import platformdirs
 import typer
-from rich.console import Console
-from rich.measure import Measurement
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from engramdb.cli import render
+from engramdb.cli.app import fail
+from engramdb.cli.progress import bars
 from engramdb.core.errors import EngramError, UsageError, ValidationError
-from engramdb.evaluation.datasets import Dataset, load_dataset, select_questions
-from engramdb.evaluation.harness import (
-    MODES,
-    EvalSettings,
-    RunResult,
-    eval_embedder,
-    evaluate_modes,
-)
-from engramdb.evaluation.report import (
-    build_report,
-    protocol_notes,
-    results_table,
-    summary_lines,
-    write_json,
-    write_plot,
-)
-from engramdb.index.embedder import Embedder
-from engramdb.index.embedding_cache import PersistentEmbeddingCache
-from engramdb.index.http_reranker import HttpReranker
-from engramdb.index.search_config import SearchConfig, SearchMode
+
+if TYPE_CHECKING:
+    from engramdb.evaluation.datasets import Dataset
+    from engramdb.evaluation.harness import EvalSettings, RunResult
+    from engramdb.index.embedder import Embedder
+    from engramdb.index.search_config import SearchMode
 
 
 class ModeChoice(StrEnum):
@@ -88,21 +65,9 @@ def parse_ks(values: list[str] | None) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
-class _Bars:
-    """``ProgressSink`` drawing one rich progress bar per phase."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._tasks: dict[str, TaskID] = {}
-
-    def begin(self, phase: str, total: int) -> None:
-        self._tasks[phase] = self._progress.add_task(phase, total=total)
-
-    def advance(self, phase: str, amount: int) -> None:
-        self._progress.advance(self._tasks[phase], amount)
-
-
 def _embedder_info(embedder: Embedder) -> dict[str, Any]:
+    from engramdb.index.embedding_cache import PersistentEmbeddingCache
+
     info: dict[str, Any] = {"model_id": embedder.model_id, "dimensions": embedder.dimensions}
     if isinstance(embedder, PersistentEmbeddingCache):
         info["cache"] = {"path": str(embedder.path), "hits": embedder.hits}
@@ -113,6 +78,8 @@ def _embedder_info(embedder: Embedder) -> dict[str, Any]:
 
 
 def _print_header(dataset: Dataset, settings: EvalSettings, selection: dict[str, Any]) -> None:
+    from engramdb.evaluation.report import protocol_notes
+
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(dataset.skipped.items()))
     render.out.print(
         f"[bold]{dataset.path.name}[/bold] ({dataset.format}): "
@@ -158,7 +125,9 @@ def eval_command(
     plot: Annotated[Path | None, typer.Option(help="Write a PNG chart here.")] = None,
     embedding_cache: Annotated[
         Path | None,
-        typer.Option(help="SQLite file caching embeddings across runs [default: user cache]."),
+        typer.Option(
+            help="SQLite file caching embeddings across runs (default: in the user cache)."
+        ),
     ] = None,
     no_embedding_cache: Annotated[
         bool, typer.Option("--no-embedding-cache", help="Embed everything afresh.")
@@ -179,6 +148,19 @@ def eval_command(
     ] = None,
 ) -> None:
     """Measure retrieval on a LongMemEval or LoCoMo file: recall and NDCG per category."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    from engramdb.evaluation.datasets import load_dataset, select_questions
+    from engramdb.evaluation.harness import MODES, EvalSettings
+    from engramdb.evaluation.report import (
+        build_report,
+        results_table,
+        summary_lines,
+        write_json,
+        write_plot,
+    )
+
     as_json = as_json or bool(getattr(ctx.obj, "as_json", False))
     try:
         settings = EvalSettings(
@@ -226,8 +208,7 @@ def eval_command(
         if plot is not None:
             write_plot(runs, plot, title)
     except EngramError as exc:
-        render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
-        raise typer.Exit(2 if isinstance(exc, UsageError) else 1) from None
+        raise fail(exc) from None
     if as_json:
         render.emit_json(report)
         return
@@ -251,15 +232,10 @@ async def _run(
     *,
     quiet: bool,
 ) -> tuple[list[RunResult], dict[str, Any]]:
-    with Progress(
-        TextColumn("{task.description:<14}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=render.err,
-        disable=quiet,
-    ) as progress:
+    from engramdb.evaluation.harness import eval_embedder, evaluate_modes
+    from engramdb.index.http_reranker import HttpReranker
+
+    with bars(hidden=quiet, label_width=14) as shown:
         reranker = (
             None
             if rerank is None
@@ -276,7 +252,7 @@ async def _run(
                     settings,
                     modes,
                     embedder=embedder,
-                    progress=_Bars(progress),
+                    progress=shown,
                     reranker=reranker,
                 )
                 return runs, _embedder_info(embedder)
@@ -295,6 +271,8 @@ def _flag(raw: str) -> bool:
 
 def parse_search_settings(pairs: list[str]) -> dict[str, Any]:
     """``field=value`` pairs as ``SearchConfig`` fields, each value of the field's type."""
+    from engramdb.index.search_config import SearchConfig
+
     fields = {f.name: f for f in dataclasses.fields(SearchConfig)}
     settings: dict[str, Any] = {}
     for pair in pairs:

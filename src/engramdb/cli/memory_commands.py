@@ -9,18 +9,21 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from engramdb.cli import render
-from engramdb.cli.app import JsonFlag, progress_bar, run
+from engramdb.cli.app import JsonFlag, run
+from engramdb.cli.progress import bars
 from engramdb.core.errors import UsageError
-from engramdb.core.intent import MemoryItem
-from engramdb.engine import Engine, ScopedMemory
-from engramdb.orchestrator.plugin import StoredMemoryType
-from engramdb.orchestrator.trace import TurnTraced, last_traces
+
+if TYPE_CHECKING:
+    from engramdb.core.intent import MemoryItem
+    from engramdb.engine import Engine, ScopedMemory
+    from engramdb.orchestrator.plugin import StoredMemoryType
+    from engramdb.orchestrator.trace import TurnTraced
 
 
 class TypeChoice(StrEnum):
@@ -31,6 +34,13 @@ class TypeChoice(StrEnum):
     semantic = "semantic"
     procedural = "procedural"
     conversation = "conversation"
+
+
+class ForgetMode(StrEnum):
+    """``forget --mode`` values."""
+
+    soft = "soft"
+    hard = "hard"
 
 
 TypeOption = Annotated[TypeChoice, typer.Option("--type", "-t", help="Memory type.")]
@@ -101,6 +111,8 @@ def register(app: typer.Typer) -> None:
         """Store TEXT in a memory type."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
+            from engramdb.core.intent import MemoryItem
+
             metadata: dict[str, Any] = {"trigger": trigger} if trigger else {}
             item = MemoryItem(
                 text=text, role=role, key=key, importance=importance, metadata=metadata
@@ -128,7 +140,7 @@ def register(app: typer.Typer) -> None:
             if ctx.obj.as_json:
                 render.emit_json([i.model_dump(mode="json") for i in items])
             else:
-                render.out.print(_items_table(items, f"{memory_type}: {prompt}"))
+                render.table(_items_table(items, f"{memory_type}: {prompt}"))
 
         run(ctx, work, as_json)
 
@@ -137,7 +149,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         instruction: str,
         memory_type: TypeOption = TypeChoice.episodic,
-        mode: Annotated[str, typer.Option(help="soft (hidden, restorable) or hard.")] = "soft",
+        mode: Annotated[
+            ForgetMode, typer.Option(help="soft (hidden, restorable) or hard (removed).")
+        ] = ForgetMode.soft,
         as_json: JsonFlag = False,
     ) -> None:
         """Forget what INSTRUCTION selects: id:<id>, key:<key>, oldest, least important,
@@ -146,7 +160,7 @@ def register(app: typer.Typer) -> None:
         items", "forget what I said about my job", "slightly fade the memory about …")."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            result = await _plugin(memory, memory_type).forget(instruction, mode)
+            result = await _plugin(memory, memory_type).forget(instruction, mode.value)
             if ctx.obj.as_json:
                 render.emit_json(result.model_dump(mode="json"))
             else:
@@ -228,6 +242,8 @@ def register(app: typer.Typer) -> None:
         """Show the trace of the latest turn(s) assembled in this scope."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
+            from engramdb.orchestrator.trace import last_traces
+
             traces = await last_traces(engine.events, memory.scope, last)
             if not traces:
                 raise UsageError("no turn has been assembled in this scope yet")
@@ -249,19 +265,12 @@ def register(app: typer.Typer) -> None:
         projection rebuilt from them, vectors computed again."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            with progress_bar(
-                "{task.description}", "{task.completed} {task.fields[unit]}", ctx
-            ) as bar:
-                tasks = {
-                    phase: bar.add_task(phase, total=None, unit=unit)
-                    for phase, unit in (
-                        ("append", "events"),
-                        ("rebuild", "events"),
-                        ("embed", "memories"),
-                    )
-                }
+            units = {"append": "events", "rebuild": "events", "embed": "memories"}
+            with bars(hidden=ctx.obj.as_json) as shown:
                 report = await engine.restore(
-                    source, progress=lambda phase, n: bar.advance(tasks[phase], n)
+                    source,
+                    progress=shown.advance,
+                    totals=lambda phase, total: shown.begin(phase, total, units[phase]),
                 )
             if ctx.obj.as_json:
                 render.emit_json(asdict(report))

@@ -4,21 +4,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.filesize import decimal
 from rich.table import Table
 
-from engramdb.core.events import EventEnvelope
-from engramdb.core.types import MemoryEntry, RecallResult
+if TYPE_CHECKING:
+    from engramdb.core.events import EventEnvelope
+    from engramdb.core.types import MemoryEntry, RecallResult
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+NOTHING_FOUND = "nothing found"
 
 
 def emit_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (plain, for pipes)."""
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def table(found: Table) -> None:
+    """Print ``found``, or say that nothing was found when it has no row."""
+    if found.row_count:
+        out.print(found)
+    else:
+        out.print(NOTHING_FOUND)
+
+
+def size(size_bytes: int | None) -> str:
+    """A size for people (``1.2 MB``), with the exact count of bytes."""
+    if size_bytes is None:
+        return "unknown"
+    return f"{decimal(size_bytes)} ({size_bytes:,} bytes)"
 
 
 def short(value: Any, width: int = 80) -> str:

@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from engramdb.cli import render
+from engramdb.cli.app import fail, settings_of
+from engramdb.cli.target import describe_target, resolve_target
 from engramdb.core.errors import UsageError
-from engramdb.engine import EngineConfig
-from engramdb.service.settings import AuthMode, ServiceSettings
+
+#: ``--db`` of ``serve`` and ``inspect``: the same as the global option, given after the command.
+DbOption = Annotated[
+    str | None,
+    typer.Option(help="Database path or postgresql:// URL (default: the global --db)."),
+]
+
+
+class AuthChoice(StrEnum):
+    """``serve --auth`` values."""
+
+    local = "local"
+    production = "production"
+
+
+AUTH_NOTES = {
+    AuthChoice.local: "local (one tenant, no credentials)",
+    AuthChoice.production: "production (API keys and HS256 JWTs)",
+}
+
+
+def served_target(ctx: typer.Context, db: str | None) -> str:
+    """The database a server opens: its own ``--db``, else the global one; a mistyped
+    SQLite path ends the command with an ``error:`` line."""
+    try:
+        return resolve_target(db or settings_of(ctx, False).db)
+    except UsageError as exc:
+        raise fail(exc) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -20,12 +49,11 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-        db: Annotated[
-            str | None, typer.Option(help="Database path or postgresql:// URL (default: --db).")
-        ] = None,
+        db: DbOption = None,
         auth: Annotated[
-            str, typer.Option(envvar="ENGRAM_AUTH", help="local (no credentials) or production.")
-        ] = "local",
+            AuthChoice,
+            typer.Option(envvar="ENGRAM_AUTH", help="local (no credentials) or production."),
+        ] = AuthChoice.local,
         jwt_secret: Annotated[
             str | None, typer.Option(envvar="ENGRAM_JWT_SECRET", help="HS256 secret of JWTs.")
         ] = None,
@@ -39,12 +67,12 @@ def register(app: typer.Typer) -> None:
         share one PostgreSQL database."""
         import uvicorn
 
+        from engramdb.engine import EngineConfig
         from engramdb.service.app import create_app
+        from engramdb.service.settings import AuthMode, ServiceSettings
 
-        if auth not in ("local", "production"):
-            render.err.print("error: --auth must be 'local' or 'production'")
-            raise typer.Exit(2)
-        mode: AuthMode = "local" if auth == "local" else "production"
+        mode: AuthMode = "local" if auth is AuthChoice.local else "production"
+        target = served_target(ctx, db)
         try:
             settings = ServiceSettings(
                 auth=mode,
@@ -53,8 +81,13 @@ def register(app: typer.Typer) -> None:
                 max_body_bytes=max_body_bytes,
             )
         except UsageError as exc:
-            render.err.print(f"error: {exc.message}")
-            raise typer.Exit(2) from None
+            raise fail(exc) from None
         config = EngineConfig() if vectors else EngineConfig(embedder=None)
-        application = create_app(settings, db=db or ctx.obj.db, config=config)
+        application = create_app(settings, db=target, config=config)
+        render.err.print(
+            f"Engram REST service on http://{host}:{port}/ (API docs at /docs; Ctrl-C stops "
+            f"it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}",
+            markup=False,
+            highlight=False,
+        )
         uvicorn.run(application, host=host, port=port, log_level="warning")

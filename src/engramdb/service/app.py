@@ -16,6 +16,7 @@ import engramdb
 from engramdb.asgi import engine_lifespan
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service import errors
+from engramdb.service.docs import install_docs
 from engramdb.service.limits import BodyLimit
 from engramdb.service.routers import ROUTERS
 from engramdb.service.settings import ServiceSettings
@@ -43,11 +44,14 @@ def create_app(
         version=engramdb.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from the package's own files: see install_docs
+        redoc_url=None,
     )
     app.state.settings = chosen
     app.state.engine = engine
     app.state.known = set()
     errors.install(app)
+    install_docs(app)
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)

@@ -15,8 +15,7 @@ import gc
 import time
 import unicodedata
 from collections.abc import Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from engramdb.core.scope import Scope
 from engramdb.providers.graph.store import (
@@ -28,6 +27,9 @@ from engramdb.providers.graph.store import (
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 STALE_AFTER_S = 0.1
 
@@ -44,7 +46,10 @@ class WorkingGraph:
     """One partition's entities and relations in memory."""
 
     def __init__(self) -> None:
-        self.graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
+        # Imported here: NetworkX takes a while to import, and only graph work needs it.
+        import networkx
+
+        self.graph: nx.MultiDiGraph[str] = networkx.MultiDiGraph()
         self.record_ids: dict[str, int] = {}
         # (type, normalised name) -> the ids known by it
         self._names: dict[tuple[str, str], list[str]] = {}
