@@ -78,7 +78,8 @@ PYTHON_BLOCKS = [b for b in BLOCKS if b.language == "python"]
 BASH_BLOCKS = [b for b in BLOCKS if b.language == "bash"]
 #: What a block must print: a block that silently does nothing fails.
 PRINTS = {
-    "mem.manager.store(": "user.city = Lisbon",
+    "{hit.entry.key} = {hit.entry.value}": "user.city = Lisbon",
+    "engramdb.open_sync(": "I moved to Lisbon",
     "memorize_many(": "golden retriever",
     "mem.assemble(": "vegetarian",
     "mem.graph.add_entity(": "['Acme']",

@@ -103,6 +103,7 @@ class SyncEngine(SyncView[Engine]):
     tenancy = view(SyncTenancy)
     rebuild = blocking(Engine.rebuild)
     reindex = blocking(Engine.reindex)
+    reindex_total = blocking(Engine.reindex_total)
     vector_counts = blocking(Engine.vector_counts)
     export = iterating(Engine.export)
     restore = blocking(Engine.restore)
