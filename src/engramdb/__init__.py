@@ -87,6 +87,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.rules import RuleExtractor
+    from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
         MemoryManager,
         ProviderFailure,
@@ -186,6 +189,11 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "engramdb.storage.sqlite",
     "SyncEngine": "engramdb.sync",
     "open_sync": "engramdb.sync",
+    "ExtractedItem": "engramdb.formation.types",
+    "Extractor": "engramdb.formation.types",
+    "IngestMessage": "engramdb.formation.ingest",
+    "IngestReport": "engramdb.formation.ingest",
+    "RuleExtractor": "engramdb.formation.rules",
 }
 
 
@@ -222,6 +230,8 @@ __all__ = [
     "EventQuery",
     "EventSourcedProvider",
     "EventStore",
+    "ExtractedItem",
+    "Extractor",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -229,6 +239,8 @@ __all__ = [
     "GraphPath",
     "GraphRelation",
     "GraphTraversal",
+    "IngestMessage",
+    "IngestReport",
     "InvalidKeyError",
     "InvalidScopeError",
     "InvalidTraversalError",
@@ -267,6 +279,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RuleExtractor",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",

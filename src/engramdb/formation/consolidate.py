@@ -10,7 +10,7 @@
 | another value, stated at the same time | ``contradicted``: both kept, each marked | |
 | | ``conflicts_with`` the other | |
 | another value, stated later | ``superseded``: kept as a past fact, valid until the | |
-| | stored one began | |
+| | stored one began (``unchanged`` when the history holds it) | |
 
 Keys are the match for profile facts (``user.city``); events and activities, whose keys are
 made from their words, also match a stored key of the same prefix sharing most of its words
@@ -84,12 +84,21 @@ class Consolidator:
             await self._write(item, key, valid_from=item.stated_at)
             return Outcome(item, "updated", key, value)
         other = f"{key}.{_digest(item.value)}"
+        if await self._known(key, other, item.value):
+            return Outcome(item, "unchanged", key, value, "already known as history")
         if item.stated_at == began:
             await self._write(item, other, valid_from=item.stated_at, conflicts_with=key)
             await self._restate(stored, key, conflicts_with=other)
             return Outcome(item, "contradicted", other, value)
         await self._write(item, other, valid_from=item.stated_at, ends=began)
         return Outcome(item, "superseded", other, value, f"{key} is newer")
+
+    async def _known(self, key: str, other: str, value: str) -> bool:
+        """Whether ``value`` is already a past version of ``key`` or kept beside it."""
+        if await self.semantic.provider.read_record(other) is not None:
+            return True
+        versions = await self.semantic.history(key, skip_current=True)
+        return any(_norm(str(v.metadata.get("value", ""))) == _norm(value) for v in versions)
 
     async def _match(self, item: ExtractedItem) -> str:
         if item.category == "profile" or await self.semantic.provider.read_record(item.key):
