@@ -80,9 +80,9 @@ def test_profile_patterns(text: str, expected: tuple[str, str, str]) -> None:
         ),
         (
             "I'll visit my parents tomorrow.",
-            "event.20240604.visit_my_parents",
+            "event.20240604.visit_their_parents",
             "2024-06-04",
-            "The user plans to visit my parents on Tuesday 2024-06-04.",
+            "The user plans to visit their parents on Tuesday 2024-06-04.",
         ),
         (
             "I went to a concert last Saturday.",
@@ -109,6 +109,10 @@ def test_dated_events(text: str, key: str, starts: str, sentence: str) -> None:
         ("I started taking yoga classes.", "activity.taking_yoga_classes"),
         ("I'm training for a marathon.", "activity.training_for_a_marathon"),
         ("I usually run in the morning.", "activity.run_in_the_morning"),
+        (
+            "I'm watching YouTube videos in Spanish and I think it helps.",
+            "activity.watching_youtube_videos_in_spanish",
+        ),
     ],
 )
 def test_activities(text: str, key: str) -> None:
@@ -124,6 +128,10 @@ def test_activities(text: str, key: str) -> None:
         "I'd like to know more about Lisbon.",
         "What is the weather in Paris?",
         "My dog is cute.",
+        "I like the example you provided.",
+        "I love your idea!",
+        "I'm doing a good job so far.",
+        "I attended last week.",
     ],
 )
 def test_no_fact(text: str) -> None:

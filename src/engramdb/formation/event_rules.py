@@ -47,7 +47,7 @@ _ACTIVITY = re.compile(
     r"(?i:\bi(?:'ve|\s+have)\s+been|\bi(?:'m|\s+am)(?:\s+(?:currently|now|still))?"
     r"|\bi\s+(?:recently\s+|just\s+)?(?:started|took\s+up|began|picked\s+up))\s+"
     r"(?P<v>(?:learning|practicing|practising|training|studying|taking|playing|reading|"
-    r"watching|working\s+on|building|writing|doing|volunteering|attending|going\s+to|"
+    r"watching|working\s+on|building|writing|doing|volunteering|attending|going\s+to\s+the|"
     r"running|swimming|cycling|knitting|painting|cooking|baking|gardening|"
     r"yoga|guitar|piano|running)\b[^,.;!?]{0,80})"
 )
@@ -55,6 +55,18 @@ _HABIT = re.compile(
     r"(?i:\bi\s+(?:usually|often|regularly|always|normally|sometimes)\s+)(?P<v>[a-z][^,.;!?]{2,80})"
 )
 _TRAILING = re.compile(r"(?i)[\s,]+(?:and|but|so|because|which|with\s+my)\s*$")
+# Where the thing stated ends and the speaker goes on ("… and I think …", "… - just …").
+_CUT = re.compile(
+    r"(?i)\s+-\s+|\s*[,(]\s*|\s+(?:and|but|so|because|since|when|while|which|as)\s+"
+    r"(?:i|i'm|i've|i'd|we|was|you|it)\b|\s+(?:to\s+help|i\s+think|was\s+wondering)\b"
+)
+# Activities that say how the user is doing, not what ("doing a good job", "doing fine").
+_VAGUE_ACTIVITY = re.compile(
+    r"(?i)^doing\s+(?:a\s+(?:good|great|bad)\s+job|well|great|good|fine|okay|ok|better|"
+    r"everything|something|anything|it|that|this|my\s+best|the\s+same)\b"
+)
+_PRONOUNS = {"my": "their", "me": "them", "i": "they", "myself": "themself", "mine": "theirs"}
+_PRONOUN = re.compile(r"\b(?:my|me|I|myself|mine)\b")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _WEEKDAY = re.compile(r"(?i)\b(?:mon|tue|wed|thu|fri|sat|sun)")
 
@@ -73,8 +85,12 @@ class EventFact:
 
 
 def _words(text: str, limit: int = 14) -> str:
-    words = text.strip(" \"'").split()[:limit]
-    return _TRAILING.sub("", " ".join(words)).rstrip(" ,.;:!?")
+    """The first words of what was stated, cut where the speaker goes on, in the third
+    person ("my sister" -> "their sister")."""
+    text = _CUT.split(text.strip(" \"'"), maxsplit=1)[0]
+    words = text.split()[:limit]
+    said = _TRAILING.sub("", " ".join(words)).rstrip(" ,.;:!?-")
+    return _PRONOUN.sub(lambda m: _PRONOUNS[m[0].lower()], said)
 
 
 def _dates(found: TimeRange) -> str:
@@ -104,9 +120,6 @@ def _future(found: TimeRange, now: datetime) -> TimeRange:
 
 def event_of(clause: str, now: datetime) -> EventFact | None:
     """The dated event ``clause`` states, if it states one (see the module docstring)."""
-    ranges = find_time_ranges(clause, now)
-    if not ranges:
-        return None
     for pattern, name, planned in (
         (_PLAN, "plan", True),
         (_PLAN_HAVE, "plan", True),
@@ -117,10 +130,14 @@ def event_of(clause: str, now: datetime) -> EventFact | None:
         if match is None:
             continue
         what = _words(strip_time_expressions(match["v"]))
-        if len(what) < 3:
+        if len(what.split()) < 2:  # "I attended last week": attended what?
             continue
+        # Resolving time is the costly part: only for a clause that states something.
+        ranges = find_time_ranges(clause, now)
+        if not ranges:
+            return None
         found = _future(ranges[0], now) if planned else ranges[0]
-        if planned and name == "plan" and pattern is _PLAN_HAVE:
+        if pattern is _PLAN_HAVE:
             sentence = f"The user has {what} {_dates(found)}."
         elif planned:
             lead = "plans to " if pattern is _PLAN else "is "
@@ -146,7 +163,7 @@ def activity_of(clause: str) -> EventFact | None:
         if match is None:
             continue
         what = _words(match["v"], 12)
-        if len(what) < 3:
+        if len(what.split()) < 2 or _VAGUE_ACTIVITY.match(what):
             continue
         return EventFact("activity", "activity", f"activity.{slug(what)}", what, f"{lead}{what}.")
     return None

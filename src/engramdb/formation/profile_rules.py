@@ -81,6 +81,11 @@ _VAGUE_THING = re.compile(
     r"(?i)^(?:it|that|this|these|those|them|you|him|her|how|what|when|where|which|about|"
     r"to\s+think|the\s+idea|the\s+way|some|any|one|more|most|a\s+lot)\b"
 )
+# Likes about the conversation itself ("I like the example you gave", "I love your idea").
+_ABOUT_THE_TALK = re.compile(
+    r"(?i)\b(?:you|your|yours)\b|^the\s+(?:example|idea|suggestion|suggestions|list|tip|tips|"
+    r"sound\s+of|way|plan|recipe|options?|ideas|answer|response)\b"
+)
 _THING_END = re.compile(
     r"(?i)\s+(?:because|since|when|while|but|though|although|so\s+much|a\s+lot|very\s+much|"
     r"too|and\s+i|as\s+well|these\s+days|nowadays)\b.*$"
@@ -185,7 +190,13 @@ def _family(match: re.Match[str]) -> ProfileFact | None:
 
 def _preference(match: re.Match[str]) -> ProfileFact | None:
     thing = _THING_END.sub("", match["v"].strip()).strip(" \"'")
-    if len(thing) < 2 or _VAGUE_THING.match(thing) or len(thing.split()) > 8:
+    if (
+        len(thing) < 2
+        or not thing[0].isalnum()
+        or _VAGUE_THING.match(thing)
+        or _ABOUT_THE_TALK.search(thing)
+        or len(thing.split()) > 8
+    ):
         return None
     verb = " ".join(match["verb"].lower().split())
     polarity = _LIKES[verb]

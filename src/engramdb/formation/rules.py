@@ -17,6 +17,8 @@ from engramdb.formation.profile_rules import PROFILE_RULES
 from engramdb.formation.types import Category, ExtractedItem, Extraction, Turn
 
 _CLAUSES = re.compile(r"(?<!\b[A-Z][a-z])(?<!\bSt)[.!?;\n]+\s*|,\s+(?:and|but|so)\s+|\s+but\s+")
+# Every rule needs the speaker in the first person: other clauses are skipped at once.
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|my|we|call\s+me)\b")
 #: What the rules read, for the note of an ingest that found nothing.
 RULES_SUMMARY = (
     "first-person statements of the user: name, age, where they live or moved, where they "
@@ -63,6 +65,8 @@ class RuleExtractor:
     def clause_items(self, clause: str, turn: Turn) -> list[ExtractedItem]:
         """The items one clause of ``turn`` states."""
         found: list[ExtractedItem] = []
+        if not _FIRST_PERSON.search(clause):
+            return found
         keys: set[str] = set()
         for rule, pattern, build in PROFILE_RULES:
             for match in pattern.finditer(clause):
