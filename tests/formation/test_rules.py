@@ -35,6 +35,7 @@ def items(text: str, role: str = "user") -> list[tuple[str, str, str]]:
         ("I work for Acme Corp.", ("user.employer", "Acme Corp", "set")),
         ("I joined Globex last month.", ("user.employer", "Globex", "set")),
         ("I'm a software engineer at Google.", ("user.employer", "Google", "set")),
+        ("before I started my current job at NovaTech", ("user.employer", "NovaTech", "set")),
         ("I left Acme.", ("user.employer", "Acme", "end")),
         ("I quit my job at Initech.", ("user.employer", "Initech", "end")),
         ("I no longer work at Acme.", ("user.employer", "Acme", "end")),
@@ -51,6 +52,14 @@ def items(text: str, role: str = "user") -> list[tuple[str, str, str]]:
             ("user.preference.horror_movies", "dislikes horror movies", "set"),
         ),
         ("I can't stand jazz.", ("user.preference.jazz", "dislikes jazz", "set")),
+        (
+            "I like listening to a lot of electronic music.",
+            (
+                "user.preference.listening_to_a_lot_of_electronic",
+                "likes listening to a lot of electronic music",
+                "set",
+            ),
+        ),
     ],
 )
 def test_profile_patterns(text: str, expected: tuple[str, str, str]) -> None:
@@ -83,6 +92,12 @@ def test_profile_patterns(text: str, expected: tuple[str, str, str]) -> None:
             "event.20240604.visit_their_parents",
             "2024-06-04",
             "The user plans to visit their parents on Tuesday 2024-06-04.",
+        ),
+        (
+            "I got a certification in Data Science about 3 months ago.",
+            "event.20240217.got_a_certification_in_data_science",
+            "2024-02-17",  # three months back, widened by the resolver's half-month tolerance
+            "The user got a certification in Data Science between 2024-02-17 and 2024-03-18.",
         ),
         (
             "I went to a concert last Saturday.",
@@ -132,6 +147,7 @@ def test_activities(text: str, key: str) -> None:
         "I love your idea!",
         "I'm doing a good job so far.",
         "I attended last week.",
+        "I like listening to.",
     ],
 )
 def test_no_fact(text: str) -> None:

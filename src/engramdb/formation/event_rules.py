@@ -54,7 +54,11 @@ _ACTIVITY = re.compile(
 _HABIT = re.compile(
     r"(?i:\bi\s+(?:usually|often|regularly|always|normally|sometimes)\s+)(?P<v>[a-z][^,.;!?]{2,80})"
 )
-_TRAILING = re.compile(r"(?i)[\s,]+(?:and|but|so|because|which|with\s+my)\s*$")
+# Words left dangling once the time expression is taken out ("… about 3 months ago").
+_TRAILING = re.compile(
+    r"(?i)(?:[\s,]+(?:and|but|so|because|which|with\s+my|about|around|roughly|almost|"
+    r"nearly|over|just|like|since|for))+\s*$"
+)
 # Where the thing stated ends and the speaker goes on ("… and I think …", "… - just …").
 _CUT = re.compile(
     r"(?i)\s+-\s+|\s*[,(]\s*|\s+(?:and|but|so|because|since|when|while|which|as)\s+"

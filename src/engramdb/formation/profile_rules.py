@@ -7,7 +7,8 @@ family and likes. Each rule is a pattern over one clause and a builder of the it
 | ``age`` | I'm 34 years old · I just turned 34 | ``user.age`` |
 | ``lives_in`` | I live in Lisbon · I moved to Porto · I'm based in Berlin | ``user.city`` |
 | ``left_city`` | I no longer live in Lisbon · I moved out of Lisbon | ``user.city`` (ends) |
-| ``works_for`` | I work at Acme · I joined Globex · I'm an engineer at Acme | ``user.employer`` |
+| ``works_for`` | I work at Acme · I joined Globex · I'm an engineer at Acme · | |
+| | my current job at Acme | ``user.employer`` |
 | ``left_job`` | I left Acme · I quit Acme · I no longer work for Acme | ``user.employer`` (ends) |
 | ``pet`` | my dog Rex · my cat's name is Luna · I adopted a cat named Luna | ``user.pet.<name>`` |
 | ``family`` | my sister Ana · my husband, Tom · I have a brother named Joe | |
@@ -86,8 +87,9 @@ _ABOUT_THE_TALK = re.compile(
     r"(?i)\b(?:you|your|yours)\b|^the\s+(?:example|idea|suggestion|suggestions|list|tip|tips|"
     r"sound\s+of|way|plan|recipe|options?|ideas|answer|response)\b"
 )
+_PREPOSITIONS = frozenset({"to", "with", "at", "in", "on", "of", "for", "about", "from", "by"})
 _THING_END = re.compile(
-    r"(?i)\s+(?:because|since|when|while|but|though|although|so\s+much|a\s+lot|very\s+much|"
+    r"(?i)\s+(?:because|since|when|while|but|though|although|so\s+much|a\s+lot(?!\s+of)|very\s+much|"
     r"too|and\s+i|as\s+well|these\s+days|nowadays)\b.*$"
 )
 
@@ -196,6 +198,7 @@ def _preference(match: re.Match[str]) -> ProfileFact | None:
         or _VAGUE_THING.match(thing)
         or _ABOUT_THE_TALK.search(thing)
         or len(thing.split()) > 8
+        or thing.split()[-1].lower() in _PREPOSITIONS
     ):
         return None
     verb = " ".join(match["verb"].lower().split())
@@ -247,7 +250,8 @@ PROFILE_RULES: list[tuple[str, re.Pattern[str], Builder]] = [
         _rule(
             r"(?i:\bi\s+(?:now\s+|currently\s+|still\s+)?(?:work|am\s+working|'m\s+working)"
             r"\s+(?:at|for)|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:joined|started\s+"
-            r"(?:a\s+new\s+job\s+|working\s+)?at|got\s+a\s+(?:new\s+)?job\s+(?:at|with))|"
+            r"(?:a\s+new\s+job\s+|my\s+(?:new\s+|current\s+)?job\s+|working\s+)?at|"
+            r"got\s+a\s+(?:new\s+)?job\s+(?:at|with))|\bmy\s+(?:current|new)\s+job\s+at|"
             r"\bi(?:'m|\s+am)\s+(?:now\s+)?an?\s+(?:[a-z-]+\s+){1,3}(?:at|for))"
             rf"\s+(?P<v>{NAME})"
         ),
