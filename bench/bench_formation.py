@@ -4,7 +4,8 @@ Loads the benchmark file (read where it lies, never copied), turns each haystack
 into formation turns exactly as ``engram ingest --haystack`` does, and times
 ``RuleExtractor`` over them: turns/s (and characters/s) over every turn of the haystacks
 chosen, with the items found per category and per rule. Loading and conversion are outside
-the clock; only extraction is timed. Run by hand (not in CI)::
+the clock; only extraction is timed, in wall time and in this process's CPU time (which a
+machine busy with other work does not stretch). Run by hand (not in CI)::
 
     python bench/bench_formation.py /work/shared/eval/data/longmemeval_s_cleaned.json.xz
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -52,13 +54,14 @@ def main() -> None:
     categories: Counter[str] = Counter()
     rules: Counter[str] = Counter()
     turns = characters = 0
-    seconds = 0.0
+    seconds = cpu = 0.0
     with make_progress(console) as progress:
         task = progress.add_task("extract", total=sum(len(b) for b in batches))
         for batch in batches:
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             found = extractor.extract_now(batch)
             seconds += time.perf_counter() - started
+            cpu += time.process_time() - used
             turns += len(batch)
             characters += sum(len(t.text) for t in batch)
             categories.update(item.category for item in found.items)
@@ -72,6 +75,9 @@ def main() -> None:
         "characters": characters,
         "seconds": round(seconds, 3),
         "turns_per_s": round(turns / seconds, 1),
+        "cpu_seconds": round(cpu, 3),
+        "turns_per_cpu_s": round(turns / cpu, 1),
+        "loadavg": os.getloadavg(),
         "characters_per_s": round(characters / seconds),
         "items": sum(categories.values()),
         "items_per_100_turns": round(100 * sum(categories.values()) / turns, 2),

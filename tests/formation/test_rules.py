@@ -36,6 +36,7 @@ def items(text: str, role: str = "user") -> list[tuple[str, str, str]]:
         ("I joined Globex last month.", ("user.employer", "Globex", "set")),
         ("I'm a software engineer at Google.", ("user.employer", "Google", "set")),
         ("before I started my current job at NovaTech", ("user.employer", "NovaTech", "set")),
+        ("I've been working at NovaTech for 4 years", ("user.employer", "NovaTech", "set")),
         ("I left Acme.", ("user.employer", "Acme", "end")),
         ("I quit my job at Initech.", ("user.employer", "Initech", "end")),
         ("I no longer work at Acme.", ("user.employer", "Acme", "end")),

@@ -7,7 +7,8 @@ family and likes. Each rule is a pattern over one clause and a builder of the it
 | ``age`` | I'm 34 years old · I just turned 34 | ``user.age`` |
 | ``lives_in`` | I live in Lisbon · I moved to Porto · I'm based in Berlin | ``user.city`` |
 | ``left_city`` | I no longer live in Lisbon · I moved out of Lisbon | ``user.city`` (ends) |
-| ``works_for`` | I work at Acme · I joined Globex · I'm an engineer at Acme · | |
+| ``works_for`` | I work at Acme · I've been working at Acme · I joined Globex · | |
+| | I'm an engineer at Acme · | |
 | | my current job at Acme | ``user.employer`` |
 | ``left_job`` | I left Acme · I quit Acme · I no longer work for Acme | ``user.employer`` (ends) |
 | ``pet`` | my dog Rex · my cat's name is Luna · I adopted a cat named Luna | ``user.pet.<name>`` |
@@ -249,7 +250,7 @@ PROFILE_RULES: list[tuple[str, re.Pattern[str], Builder]] = [
         "works_for",
         _rule(
             r"(?i:\bi\s+(?:now\s+|currently\s+|still\s+)?(?:work|am\s+working|'m\s+working)"
-            r"\s+(?:at|for)|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:joined|started\s+"
+            r"\s+(?:at|for)|\bi(?:'ve|\s+have)\s+been\s+working\s+(?:at|for)|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:joined|started\s+"
             r"(?:a\s+new\s+job\s+|my\s+(?:new\s+|current\s+)?job\s+|working\s+)?at|"
             r"got\s+a\s+(?:new\s+)?job\s+(?:at|with))|\bmy\s+(?:current|new)\s+job\s+at|"
             r"\bi(?:'m|\s+am)\s+(?:now\s+)?an?\s+(?:[a-z-]+\s+){1,3}(?:at|for))"
