@@ -158,3 +158,47 @@ def test_benchmark_haystacks(tmp_path: Path) -> None:
         ("user", "Caroline", "session_1:0"),
         ("other", "Melanie", "session_1:1"),
     ]
+
+
+async def test_no_longer_ends_the_fact_and_the_relation(engine: Engine) -> None:
+    mem = engine.scope(tenant="t", user="ana")
+    started, left = "2024-01-02T09:00:00+00:00", "2024-05-06T09:00:00+00:00"
+    report = await mem.ingest(
+        [
+            {"role": "user", "content": "I work at Acme.", "timestamp": started, "id": "a"},
+            {"role": "user", "content": "My sister Maria visited.", "timestamp": started},
+            {"role": "user", "content": "I no longer work at Acme.", "timestamp": left, "id": "b"},
+        ]
+    )
+    assert [o.decision for o in report.outcomes] == ["added", "added", "ended"]
+    holding = await mem.semantic.remember("where does the user work?")
+    assert "user.employer" not in [i.key for i in holding]
+    (ended, _) = await mem.semantic.history("user.employer")
+    assert ended.valid_to == datetime.fromisoformat(left)
+    ana = await mem.graph.find_entity("ana", "person")
+    assert ana is not None
+    (works,) = await mem.graph.get_relations(ana.entity_id, relation_type="works_for", history=True)
+    assert (works.valid_at, works.invalid_at) == (
+        datetime.fromisoformat(started),
+        datetime.fromisoformat(left),
+    )
+    (sister,) = await mem.graph.get_relations(ana.entity_id, "incoming", "sibling_of")
+    maria = await mem.graph.get_entity(sister.source_id)
+    assert maria is not None
+    assert (maria.name, sister.properties) == ("Maria", {"key": "user.family.sister.maria"})
+
+
+async def test_progress_by_phase(engine: Engine) -> None:
+    told: list[tuple[str, str, int]] = []
+    await engine.scope(user="u").ingest(
+        [{"role": "user", "content": f"I love topic {n}."} for n in range(70)],
+        progress=lambda phase, n: told.append(("done", phase, n)),
+        totals=lambda phase, n: told.append(("total", phase, n)),
+    )
+    assert [t for t in told if t[0] == "total"] == [
+        ("total", "store", 70),
+        ("total", "extract", 70),
+        ("total", "form", 70),
+    ]
+    for phase in ("store", "extract", "form"):
+        assert sum(n for kind, p, n in told if kind == "done" and p == phase) == 70
