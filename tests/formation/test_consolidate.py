@@ -94,6 +94,16 @@ async def test_end_of_validity(engine: Engine) -> None:
     assert again.note == "nothing to end: it had already ended"
 
 
+async def test_an_end_said_when_the_fact_began_ends_nothing(engine: Engine) -> None:
+    consolidator = Consolidator(scoped(engine).semantic)
+    await consolidator.consolidate(fact("Acme", T1, key="user.employer"))
+    same_time = await consolidator.consolidate(fact("Acme", T1, "user.employer", "end", "t2"))
+    assert (same_time.decision, same_time.note) == (
+        "unchanged",
+        "nothing to end: it was stated as holding from then on",
+    )
+
+
 async def test_end_of_an_unknown_fact_is_stored_as_past(engine: Engine) -> None:
     mem = scoped(engine)
     outcome = await Consolidator(mem.semantic).consolidate(fact("Acme", T2, "user.employer", "end"))

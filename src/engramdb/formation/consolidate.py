@@ -76,6 +76,9 @@ class Consolidator:
             if not same or stored.valid_to is not None:
                 why = "it had already ended" if same else f"the stored value is {value!r}"
                 return Outcome(item, "unchanged", key, value, f"nothing to end: {why}")
+            if began is not None and item.stated_at <= began:
+                why = "it was stated as holding from then on"
+                return Outcome(item, "unchanged", key, value, f"nothing to end: {why}")
             await self._restate(stored, key, valid_to=item.stated_at, ended_by=list(item.sources))
             return Outcome(item, "ended", key, value)
         if same and stored.valid_to is None:

@@ -33,6 +33,7 @@ from engramdb.core.types import utc_now
 from engramdb.formation.consolidate import Consolidator, Outcome
 from engramdb.formation.rules import RuleExtractor
 from engramdb.formation.types import CATEGORIES, Extractor, RelationRef, Turn
+from engramdb.providers.graph.changes import starts
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 
 if TYPE_CHECKING:
@@ -276,7 +277,8 @@ async def _graph(graph: GraphMemoryProvider, subject: str, outcome: Outcome) -> 
             for held in await graph.get_relations(
                 end_id(ref.source), "outgoing", ref.relation_type, as_of=item.stated_at
             ):
-                if held.target_id == end_id(ref.target):
+                # A relation that begins at the end's moment is not ended by it.
+                if held.target_id == end_id(ref.target) and starts(held) < item.stated_at:
                     await graph.invalidate_relation(held.relation_id, at=item.stated_at)
                     ended += 1
         return len(stored), ended
