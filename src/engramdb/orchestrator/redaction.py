@@ -86,6 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramdb.core.errors import ValidationError
+from engramdb.core.types import MemoryEntry
 
 __all__ = [
     "API_KEY",
@@ -106,6 +107,7 @@ __all__ = [
     "RedactionPolicy",
     "RedactionRule",
     "default_policy",
+    "redact_entry",
 ]
 
 SECRET_TOKEN = "[SECRET]"
@@ -592,3 +594,13 @@ _DEFAULT_POLICY = RedactionPolicy()
 def default_policy() -> RedactionPolicy:
     """The policy of ``DEFAULT_RULES`` (immutable, so one instance is shared)."""
     return _DEFAULT_POLICY
+
+
+def redact_entry(policy: RedactionPolicy, entry: MemoryEntry) -> MemoryEntry:
+    """``entry`` with the strings in its value and metadata redacted by ``policy`` (keys,
+    times and the rest unchanged); the same object when nothing was redacted."""
+    value, value_counts = policy.redact_value(entry.value)
+    metadata, metadata_counts = policy.redact_value(entry.metadata)
+    if not value_counts and not metadata_counts:
+        return entry
+    return entry.model_copy(update={"value": value, "metadata": metadata})
