@@ -65,7 +65,7 @@ def instance(url: str, log: Path) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "engramdb.cli", "--db", url, "serve", "--port", str(port)]
     with log.open("wb") as sink:
-        process = subprocess.Popen(  # noqa: S603 - our own command
+        process = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ}, cwd=ROOT
         )
         try:
