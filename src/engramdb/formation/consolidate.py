@@ -100,7 +100,7 @@ class Consolidator:
         """Whether ``value`` is already a past version of ``key`` or kept beside it."""
         if await self.semantic.provider.read_record(other) is not None:
             return True
-        versions = await self.semantic.history(key, skip_current=True)
+        versions = await self.semantic.history(key, skip_current=True, raw=True)
         return any(_norm(str(v.metadata.get("value", ""))) == _norm(value) for v in versions)
 
     async def _match(self, item: ExtractedItem) -> str:

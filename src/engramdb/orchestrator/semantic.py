@@ -142,12 +142,14 @@ class SemanticMemory(StoredMemoryType):
         filters: dict[str, Any] | None = None,
         history: bool = False,
         as_of: datetime | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
         """Facts relevant to ``prompt`` (private and public) that hold now, best first.
 
         With ``history``, each is followed by its superseded versions, newest first, and
         facts that no longer hold are kept. With ``as_of``, each fact found is given in the
         version that held at that moment (facts that did not hold then are left out).
+        Redacted unless ``raw``.
         """
         wanted = limit if history else limit * 2  # room for facts that no longer hold
         found = await self._search(prompt, wanted, filters)
@@ -158,20 +160,23 @@ class SemanticMemory(StoredMemoryType):
         )
         merged = sorted(found + public, key=lambda i: -(i.score or 0.0))
         if as_of is not None:
-            return (await self._as_of(merged, as_of))[:limit]
+            return (await self._as_of(merged, as_of, raw))[:limit]
         if not history:
             now = utc_now()
-            return [i for i in merged if i.valid_to is None or i.valid_to > now][:limit]
+            holding = [i for i in merged if i.valid_to is None or i.valid_to > now]
+            return self.redacted(holding[:limit], raw)
         with_history: list[MemoryItem] = []
         for item in merged[:limit]:
             with_history.append(item)
-            with_history += await self.history(item.id or "", skip_current=True)
-        return with_history
+            with_history += await self.history(item.id or "", skip_current=True, raw=True)
+        return self.redacted(with_history, raw)
 
-    async def _as_of(self, items: list[MemoryItem], moment: datetime) -> list[MemoryItem]:
+    async def _as_of(
+        self, items: list[MemoryItem], moment: datetime, raw: bool
+    ) -> list[MemoryItem]:
         held = []
         for item in items:
-            for version in await self.history(item.id or ""):
+            for version in await self.history(item.id or "", raw=raw):
                 start = version.valid_from or version.occurred_at
                 if (start is None or start <= moment) and (
                     version.valid_to is None or moment < version.valid_to
@@ -180,9 +185,11 @@ class SemanticMemory(StoredMemoryType):
                     break
         return held
 
-    async def history(self, key: str, *, skip_current: bool = False) -> list[MemoryItem]:
+    async def history(
+        self, key: str, *, skip_current: bool = False, raw: bool = False
+    ) -> list[MemoryItem]:
         """Every version of ``key`` (private, else public) from the log, newest first;
-        superseded ones have ``superseded`` set."""
+        superseded ones have ``superseded`` set. Redacted unless ``raw``."""
         for provider in (self.provider, self.public):
             events = await provider.backend.events.read(
                 EventQuery(
@@ -222,4 +229,4 @@ class SemanticMemory(StoredMemoryType):
                 same = begins == (item.valid_from or item.occurred_at)
                 item = item.model_copy(update={"valid_to": newer.valid_to if same else begins})
             items.append(item)
-        return items[1:] if skip_current else items
+        return self.redacted(items[1:] if skip_current else items, raw)
