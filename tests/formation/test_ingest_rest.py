@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import httpx
 
+from engramdb.client import MemoryClient
 from engramdb.engine import Engine
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
+
+NOW = datetime(2024, 6, 3, 10, tzinfo=UTC)
 
 
 def client(engine: Engine) -> httpx.AsyncClient:
@@ -43,3 +48,18 @@ async def test_a_malformed_message_is_a_422_and_stores_nothing(engine: Engine) -
             assert answer.json()["error"] == "validation_error"
     # The local tenant is registered by the first request; nothing else is written.
     assert await engine.events.count() - before <= 1
+
+
+async def test_ingest_through_the_client(engine: Engine) -> None:
+    app = create_app(ServiceSettings(), engine=engine)
+    transport = httpx.ASGITransport(app=app)
+    async with MemoryClient("http://service", transport=transport) as memory:
+        report = await memory.ingest(
+            [{"role": "user", "content": "My dog Rex loves Lisbon.", "timestamp": NOW}],
+            user_id="ana",
+        )
+    assert report.extracted == 1
+    assert report.items[0]["key"] == "user.pet.rex"
+    mem = engine.scope(tenant=ServiceSettings().local_tenant, user="ana")
+    stored = await mem.semantic.history("user.pet.rex")
+    assert stored[0].valid_from == NOW

@@ -3,14 +3,12 @@ facts out, with what changed per category (``ScopedMemory.ingest``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from engramdb.formation.ingest import IngestMessage
 from engramdb.service.auth import WriteCaller
 from engramdb.service.deps import EngineDep
-from engramdb.service.models import Body
+from engramdb.service.models import Body, IngestOut
 from engramdb.service.routing import area_router
 
 router = area_router("/v1/memory/ingest", "formation")
@@ -22,23 +20,6 @@ class IngestIn(Body):
 
     messages: list[IngestMessage] = Field(max_length=10_000)
     user_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-
-class IngestOut(BaseModel):
-    """What was stored and formed: outcome counts per category (added, updated, superseded,
-    unchanged, ended, contradicted), every item with its source turns, and notes saying why
-    when nothing was extracted."""
-
-    turns: int
-    episodes: int
-    extractor: str
-    extracted: int
-    categories: dict[str, dict[str, int]]
-    entities: int
-    relations: int
-    notes: list[str]
-    seconds: float
-    items: list[dict[str, Any]]
 
 
 @router.post("", summary="Form memories from a conversation")
