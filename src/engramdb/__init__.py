@@ -29,6 +29,7 @@ from engramdb.core.errors import (
     InvalidTraversalError,
     InvalidValueError,
     MigrationError,
+    ModelUnavailableError,
     NoProviderForTierError,
     NotFoundError,
     PartialRecallWarning,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         MemoryItem,
         SummaryResult,
     )
+    from engramdb.core.retry import RetryPolicy
     from engramdb.core.scope import (
         Scope,
         ScopeFilter,
@@ -147,6 +149,7 @@ _LAZY: dict[str, str] = {
     "MemorizeResult": "engramdb.core.intent",
     "MemoryItem": "engramdb.core.intent",
     "SummaryResult": "engramdb.core.intent",
+    "RetryPolicy": "engramdb.core.retry",
     "Scope": "engramdb.core.scope",
     "ScopeFilter": "engramdb.core.scope",
     "MemoryEntry": "engramdb.core.types",
@@ -248,6 +251,7 @@ __all__ = [
     "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
+    "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
     "PartialRecallWarning",
@@ -267,6 +271,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RetryPolicy",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",

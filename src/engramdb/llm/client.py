@@ -8,11 +8,13 @@ Speaks the common protocol (OpenAI, vLLM, Ollama, llama.cpp's server, LiteLLM, â
      "messages": [{"role": "system", "content": ...}, {"role": "user", "content": ...}]}
     -> {"choices": [{"message": {"role": "assistant", "content": "..."}}]}
 
-Temperature 0 makes answers as repeatable as the server allows. Every failure (transport,
-timeout, HTTP status, malformed body) becomes an ``LLMError`` at this boundary, with
-``status_code`` when the server answered and ``retryable`` telling whether the same request
-may succeed later. There are no retries here: the one caller (summaries) has a cheap
-deterministic fallback, which beats making an agent wait through back-offs.
+Temperature 0 makes answers as repeatable as the server allows. A busy or flaky server
+(429, 5xx, timeouts, refused connections) is retried under ``LLMConfig.retry``, honouring
+``Retry-After``; once it gives up the failure is an ``LLMUnavailableError``. Every other
+failure (an error status such as 401, a malformed body) becomes an ``LLMError`` at this
+boundary, with ``status_code`` when the server answered and ``retryable`` telling whether the
+same request may succeed later. The default policy is short: the callers that only polish
+(summaries) have a cheap deterministic fallback, which beats making an agent wait.
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from engramdb.core.errors import LLMError
+from engramdb.core.errors import LLMError, LLMUnavailableError
 from engramdb.core.http_client import JsonEndpoint
+from engramdb.core.retry import RetryPolicy
 
 __all__ = ["ChatClient", "ChatModel", "LLMConfig"]
 
-# Statuses after which the same request may succeed later: timeouts, conflicts, rate limits.
-# How much of an error body goes into the message: enough for the server's reason.
 # A server that does not even accept the connection in this time is down, whatever the
 # overall timeout allows for a slow generation.
 _CONNECT_TIMEOUT_S = 5.0
+#: Three tries within ten seconds: enough for a rate limit's short wait, short for an agent.
+DEFAULT_RETRY = RetryPolicy(attempts=3, base_delay_s=0.5, max_delay_s=4.0, max_elapsed_s=10.0)
 
 
 @runtime_checkable
@@ -58,6 +61,7 @@ class LLMConfig:
         api_key: sent as ``Authorization: Bearer â€¦``; ``None`` sends no such header (local
             servers often need none). Kept out of ``repr`` so it never reaches a log.
         timeout_s: seconds for the whole request (connecting takes at most 5 of them).
+        retry: how a busy or unreachable server is retried (``NO_RETRIES`` tries once).
 
     Raises:
         ValueError: ``base_url`` or ``model`` is empty, or ``timeout_s`` is not positive.
@@ -67,6 +71,7 @@ class LLMConfig:
     model: str
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 30.0
+    retry: RetryPolicy = DEFAULT_RETRY
 
     def __post_init__(self) -> None:
         if not self.base_url.strip():
@@ -95,7 +100,9 @@ class ChatClient(JsonEndpoint):
         super().__init__(
             config.url,
             error=LLMError,
+            unavailable=LLMUnavailableError,
             what="chat",
+            retry=config.retry,
             timeout=httpx.Timeout(
                 config.timeout_s, connect=min(_CONNECT_TIMEOUT_S, config.timeout_s)
             ),
@@ -114,8 +121,9 @@ class ChatClient(JsonEndpoint):
         """The model's answer to ``user`` under the ``system`` instructions.
 
         Raises:
-            LLMError: the request failed, timed out, got an error status (``status_code`` and
-                ``retryable`` in ``details``) or an answer without a message text.
+            LLMUnavailableError: the server stayed busy or unreachable through every retry.
+            LLMError: the server answered an error status retrying cannot fix
+                (``status_code`` in ``details``) or an answer without a message text.
         """
         payload: dict[str, Any] = {
             "model": self._config.model,
