@@ -37,6 +37,30 @@ import pytest
 
 LONG_ANSWER = " ".join(["The user adopted a dog named Rex and walks him every morning."] * 200)
 
+_FACTS = '{"facts": [{"key": "city", "value": "Lisbon", "turn_ids": ["t1"]}]}'
+#: Structured answers as chat models really give them, by what is wrong with them.
+REPLAYED: dict[str, str] = {
+    "well_behaved": _FACTS,
+    "thinking": (
+        "<think>\nThe user said {moved to Lisbon}. The schema wants facts with turn ids, so "
+        'the city is Lisbon, from t1. Output: {"facts": []}? No, one fact.\n</think>\n\n' + _FACTS
+    ),
+    "fenced_with_prose": (
+        "Sure! Here is the JSON you asked for:\n\n```json\n"
+        + _FACTS
+        + "\n```\n\nLet me know if you need anything else."
+    ),
+    "trailing_prose": _FACTS + "\n\nI found one fact: the user lives in Lisbon.",
+    "trailing_comma_cut_short": (
+        '{"facts": [{"key": "city", "value": "Lisbon", "turn_ids": ["t1"],}'
+    ),
+    "single_quotes": "{'facts': [{'key': 'city', 'value': 'Lisbon', 'turn_ids': ['t1']}]}",
+    "wrong_shape": '{"city": "Lisbon"}',
+    "not_json": "The user lives in Lisbon.",
+    "only_thinking": "<think>\nThe user moved, so I should record the city and then",
+    "empty": "",
+}
+
 
 @dataclass
 class Seen:
