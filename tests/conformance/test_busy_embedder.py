@@ -145,3 +145,17 @@ async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale
         assert await stale(engine) == 0
         hits = await engine.scope(tenant="acme", user="dave").episodic.remember("cello")
         assert hits[0].text == "My sister Ana plays the cello"
+
+
+async def test_a_deduplicating_write_during_an_outage_is_stored_and_matches_its_twin(
+    engine: Engine, fake: FakeChatServer
+) -> None:
+    semantic = engine.scope(tenant="acme", user="erin").semantic
+    fake.outage("embeddings", 60.0, retry_after="30")
+    first = await semantic.memorize(MemoryItem(text="Erin lives in Porto"), dedupe_threshold=0.9)
+    again = await semantic.memorize(MemoryItem(text="Erin lives in Porto"), dedupe_threshold=0.9)
+    other = await semantic.memorize(MemoryItem(text="Erin owns a cat"), dedupe_threshold=0.9)
+    assert (first.status, again.status, other.status) == ("created", "updated", "created")
+    assert again.id == first.id
+    assert len(await semantic.records()) == 2
+    assert len(engine.indexer.pending) >= 2
