@@ -24,7 +24,14 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-__all__ = ["JsonMode", "UnreadableAnswer", "read_json", "schema_instructions", "strip_reasoning"]
+__all__ = [
+    "JsonMode",
+    "UnreadableAnswer",
+    "read_json",
+    "read_json_value",
+    "schema_instructions",
+    "strip_reasoning",
+]
 
 M = TypeVar("M", bound=BaseModel)
 JsonMode = Literal["json_schema", "json_object", "prompt"]
@@ -88,17 +95,26 @@ def _decode(text: str) -> Any:
     return repaired
 
 
-def read_json(answer: str | None, schema: type[M]) -> M:
-    """The ``schema`` instance a model's answer holds, after removing reasoning, code fences
+def read_json_value(answer: str | None) -> Any:
+    """The JSON object or array a model's answer holds, after removing reasoning, code fences
     and prose, and repairing broken JSON.
 
     Raises:
-        UnreadableAnswer: the answer is empty, holds no JSON, or its JSON does not fit.
+        UnreadableAnswer: the answer is empty or holds no JSON.
     """
     text = _candidate(strip_reasoning(answer or ""))
     if not text:
         raise UnreadableAnswer("the answer is empty", empty=True)
-    value = _decode(text)
+    return _decode(text)
+
+
+def read_json(answer: str | None, schema: type[M]) -> M:
+    """The ``schema`` instance a model's answer holds (see ``read_json_value``).
+
+    Raises:
+        UnreadableAnswer: the answer is empty, holds no JSON, or its JSON does not fit.
+    """
+    value = read_json_value(answer)
     try:
         return schema.model_validate(value)
     except PydanticValidationError as exc:
