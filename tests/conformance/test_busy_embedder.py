@@ -22,6 +22,7 @@ from engramdb.core.retry import RetryPolicy
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.openai_embedder import OpenAIEmbedder
 from engramdb.providers.graph import GraphEntity
+from engramdb.providers.indexing import QUERY_PATIENCE_S
 from engramdb.storage.backend import EventQuery
 from tests.helpers.openai_server import FakeChatServer, fake, server
 from tests.postgres.database import empty_database
@@ -159,3 +160,20 @@ async def test_a_deduplicating_write_during_an_outage_is_stored_and_matches_its_
     assert again.id == first.id
     assert len(await semantic.records()) == 2
     assert len(engine.indexer.pending) >= 2
+
+
+async def test_a_search_waits_briefly_for_a_busy_model_then_ranks_by_full_text(
+    target: str, fake: FakeChatServer
+) -> None:
+    patient = RetryPolicy(attempts=50, base_delay_s=0.5, max_elapsed_s=60.0)
+    async with engramdb.open(target, config=config(fake, patient)) as engine:
+        memory = engine.scope(tenant="acme", user="fay").episodic
+        for text in TEXTS:
+            await memory.memorize(MemoryItem(text=text, role="user"))
+        fake.outage("embeddings", 60.0, retry_after="0.5")
+        started = time.monotonic()
+        hits = await memory.remember("sister cello")
+        # Writes may wait out the policy's minute; a search gives up after QUERY_PATIENCE_S.
+        assert time.monotonic() - started < QUERY_PATIENCE_S + 1.0
+        assert hits[0].text == "My sister Ana plays the cello"
+        assert len(fake.asked("embeddings")) > len(TEXTS) + 1  # it did retry meanwhile
