@@ -29,6 +29,7 @@ from engramdb.core.errors import (
     InvalidTraversalError,
     InvalidValueError,
     MigrationError,
+    ModelUnavailableError,
     NoProviderForTierError,
     NotFoundError,
     PartialRecallWarning,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         MemoryItem,
         SummaryResult,
     )
+    from engramdb.core.retry import RetryPolicy
     from engramdb.core.scope import (
         Scope,
         ScopeFilter,
@@ -150,6 +152,7 @@ _LAZY: dict[str, str] = {
     "MemorizeResult": "engramdb.core.intent",
     "MemoryItem": "engramdb.core.intent",
     "SummaryResult": "engramdb.core.intent",
+    "RetryPolicy": "engramdb.core.retry",
     "Scope": "engramdb.core.scope",
     "ScopeFilter": "engramdb.core.scope",
     "MemoryEntry": "engramdb.core.types",
@@ -260,6 +263,7 @@ __all__ = [
     "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
+    "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
     "PartialRecallWarning",
@@ -279,6 +283,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RetryPolicy",
     "RuleExtractor",
     "Scope",
     "ScopeFilter",
