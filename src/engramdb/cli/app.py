@@ -432,6 +432,7 @@ def sweep(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
+from engramdb.cli.mcp_command import register as register_mcp  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
 
@@ -440,6 +441,7 @@ register_memory(app)
 register_serve(app)
 register_inspect(app)
 register_admin(app)
+register_mcp(app)
 
 
 def main() -> None:

@@ -8,9 +8,12 @@ database target it opens the engine at start-up and closes it at shutdown.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 import engramdb
 from engramdb.asgi import engine_lifespan
@@ -18,6 +21,8 @@ from engramdb.engine import Engine, EngineConfig
 from engramdb.service import errors
 from engramdb.service.docs import install_docs
 from engramdb.service.limits import BodyLimit
+from engramdb.service.mcp_mount import PATH as MCP_PATH
+from engramdb.service.mcp_mount import McpMount
 from engramdb.service.routers import ROUTERS
 from engramdb.service.settings import ServiceSettings
 
@@ -36,8 +41,14 @@ def create_app(
 ) -> FastAPI:
     """The application serving ``engine``, or the database ``db`` (opened at start-up
     with ``config``)."""
-    lifespan = engine_lifespan(engine, db, config, warm=True)
+    engine_running = engine_lifespan(engine, db, config, warm=True)
     chosen = settings or ServiceSettings()
+    mcp = McpMount(chosen)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with engine_running(app), mcp.running(app):
+            yield
 
     app = FastAPI(
         title="Engram memory service",
@@ -54,5 +65,7 @@ def create_app(
     install_docs(app)
     for router in ROUTERS:
         app.include_router(router)
+    # MCP over streamable HTTP: GET, POST and DELETE as the transport defines them.
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)
     return app
