@@ -11,7 +11,7 @@ from pydantic import Field
 from engramdb.core.errors import EntityNotFoundError
 from engramdb.mcp.binding import bound
 from engramdb.mcp.errors import tool_errors
-from engramdb.mcp.memory_tools import READ_ONLY, WRITES
+from engramdb.mcp.memory_tools import READ_ONLY, WRITES, LimitArg, QueryArg
 from engramdb.mcp.shapes import redacted
 from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
 from engramdb.providers.graph.types import Direction, GraphTraversal, TraversalPattern
@@ -19,7 +19,22 @@ from engramdb.providers.graph.types import Direction, GraphTraversal, TraversalP
 TypeName = Annotated[
     str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64, description="A lowercase name.")
 ]
-EntityId = Annotated[str, Field(min_length=1, max_length=512)]
+EntityId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=512,
+        description="An entity's id, as graph_add_entity or graph_search answered it.",
+    ),
+]
+TargetId = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=512,
+        description="The entity to reach (shortest_path and all_paths only).",
+    ),
+]
 
 
 def entity_json(entity: GraphEntity) -> dict[str, Any]:
@@ -42,7 +57,7 @@ def register(server: MCPServer) -> None:
     @server.tool(annotations=WRITES)
     @tool_errors
     async def graph_add_entity(
-        name: Annotated[str, Field(min_length=1, max_length=1000)],
+        name: Annotated[str, Field(min_length=1, max_length=1000, description="Its usual name.")],
         entity_type: Annotated[
             str,
             Field(
@@ -97,8 +112,8 @@ def register(server: MCPServer) -> None:
     @server.tool(annotations=READ_ONLY)
     @tool_errors
     async def graph_search(
-        query: Annotated[str, Field(min_length=1, max_length=10_000)],
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        query: QueryArg,
+        limit: LimitArg = 10,
         entity_types: Annotated[
             list[TypeName] | None, Field(description="Only entities of these types.")
         ] = None,
@@ -121,13 +136,17 @@ def register(server: MCPServer) -> None:
                 "'shortest_path' or 'all_paths' (to target_entity_id)."
             ),
         ] = TraversalPattern.NEIGHBORS,
-        target_entity_id: EntityId | None = None,
+        target_entity_id: TargetId = None,
         relation_types: Annotated[
             list[TypeName] | None, Field(description="Follow only these relations.")
         ] = None,
         direction: Annotated[Direction, Field(description="Which edges to follow.")] = "both",
-        max_depth: Annotated[int, Field(ge=0, le=8)] = 2,
-        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        max_depth: Annotated[
+            int, Field(ge=0, le=8, description="At most this many hops from the start.")
+        ] = 2,
+        limit: Annotated[
+            int, Field(ge=1, le=500, description="At most this many entities (or paths).")
+        ] = 50,
     ) -> dict[str, Any]:
         """Walk the knowledge graph from one entity to find who or what it is connected to
         (and how, for the path patterns)."""
