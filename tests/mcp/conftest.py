@@ -15,10 +15,11 @@ from mcp.types import CallToolResult, TextContent, TextResourceContents
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine
 from engramdb.mcp.binding import Binding, fixed
+from engramdb.mcp.ingest import can_ingest
 from engramdb.mcp.server import build_server
 
 #: Every tool the server offers (``ingest`` joins when the engine can ingest).
-TOOLS = {
+BASE_TOOLS = {
     "memorize",
     "remember",
     "forget",
@@ -32,6 +33,7 @@ TOOLS = {
     "graph_search",
     "graph_traverse",
 }
+TOOLS = BASE_TOOLS | ({"ingest"} if can_ingest() else set())
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
 

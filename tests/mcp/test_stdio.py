@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
@@ -53,3 +54,14 @@ def test_a_mistyped_database_path_is_one_error_line(tmp_path: Path) -> None:
     )
     assert code == 2
     assert "there is no folder" in err
+
+
+def test_without_the_extra_the_command_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m.startswith(("engramdb.mcp.", "mcp"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the extra finds
+    code, _out, err = run(CliRunner(), "mcp", "--tenant", "acme", "--db", str(tmp_path / "x.db"))
+    assert code == 2
+    assert "pip install 'engramdb[mcp]'" in err

@@ -150,7 +150,8 @@ _SHOWN_WARNINGS = (StaleVectorsWarning, PartialRecallWarning)
 
 def fail(exc: EngramError) -> typer.Exit:
     """Print ``exc`` as one ``error:`` line; the exit to raise (2: the caller's mistake)."""
-    render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    # The message is text, not markup: "engramdb[mcp]" must print as written.
+    render.err.print(f"[red]error:[/red] {escape(exc.message)}", markup=True, highlight=False)
     return typer.Exit(2 if isinstance(exc, UsageError) else 1)
 
 

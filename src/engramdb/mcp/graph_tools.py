@@ -10,9 +10,9 @@ from pydantic import Field
 
 from engramdb.core.errors import EntityNotFoundError
 from engramdb.mcp.binding import bound
-from engramdb.mcp.errors import tool_errors
-from engramdb.mcp.memory_tools import READ_ONLY, WRITES, LimitArg, QueryArg
+from engramdb.mcp.memory_tools import LimitArg, QueryArg
 from engramdb.mcp.shapes import redacted
+from engramdb.mcp.tooling import READ_ONLY, WRITES, engram_tool
 from engramdb.providers.graph import GraphEntity, GraphMemoryProvider
 from engramdb.providers.graph.types import Direction, GraphTraversal, TraversalPattern
 
@@ -54,8 +54,7 @@ async def _require(graph: GraphMemoryProvider, entity_id: str) -> None:
 def register(server: MCPServer) -> None:
     """Add the graph tools to ``server``."""
 
-    @server.tool(annotations=WRITES)
-    @tool_errors
+    @engram_tool(server, WRITES)
     async def graph_add_entity(
         name: Annotated[str, Field(min_length=1, max_length=1000, description="Its usual name.")],
         entity_type: Annotated[
@@ -84,8 +83,7 @@ def register(server: MCPServer) -> None:
         assert stored is not None  # just written under the lock
         return entity_json(stored)
 
-    @server.tool(annotations=WRITES)
-    @tool_errors
+    @engram_tool(server, WRITES)
     async def graph_add_relation(
         source_id: EntityId,
         target_id: EntityId,
@@ -109,8 +107,7 @@ def register(server: MCPServer) -> None:
             include={"relation_id", "source_id", "target_id", "relation_type", "properties"},
         )
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def graph_search(
         query: QueryArg,
         limit: LimitArg = 10,
@@ -125,8 +122,7 @@ def register(server: MCPServer) -> None:
         items = [{**entity_json(e), "score": s} for e, s in found]
         return redacted(memory, {"items": items})
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def graph_traverse(
         start_entity_id: EntityId,
         pattern: Annotated[

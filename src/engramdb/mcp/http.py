@@ -36,7 +36,7 @@ _ENGINE = "engram.engine"
 #: required, a browser cannot send them cross-site, and the service may sit behind any name.
 _LOCAL_ONLY = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
-    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
+    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
     allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
 )
 _ANY_HOST = TransportSecuritySettings(enable_dns_rebinding_protection=False)

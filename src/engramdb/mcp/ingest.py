@@ -17,8 +17,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import ScopedMemory
 from engramdb.mcp.binding import bound
-from engramdb.mcp.errors import tool_errors
-from engramdb.mcp.memory_tools import WRITES
+from engramdb.mcp.tooling import WRITES, engram_tool
 
 
 class Turn(BaseModel):
@@ -48,8 +47,7 @@ def register(server: MCPServer) -> None:
     if not can_ingest():
         return
 
-    @server.tool(annotations=WRITES)
-    @tool_errors
+    @engram_tool(server, WRITES)
     async def ingest(
         messages: Annotated[list[Turn], Field(min_length=1, max_length=1000)],
     ) -> dict[str, Any]:

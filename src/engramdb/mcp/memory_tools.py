@@ -10,14 +10,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import AwareDatetime, Field
 
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import ScopedMemory
 from engramdb.mcp.binding import bound
-from engramdb.mcp.errors import tool_errors
 from engramdb.mcp.shapes import item_json, redacted
+from engramdb.mcp.tooling import DESTRUCTIVE, READ_ONLY, WRITES, engram_tool
 from engramdb.orchestrator.plugin import StoredMemoryType
 
 MemoryType = Literal["episodic", "semantic", "procedural", "conversation", "working"]
@@ -36,10 +35,6 @@ QueryArg = Annotated[
 LimitArg = Annotated[int, Field(ge=1, le=100, description="At most this many memories.")]
 TokenLimit = Annotated[int, Field(ge=1, le=100_000, description="At most this many tokens.")]
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
-
 
 def memory_type(memory: ScopedMemory, name: MemoryType) -> StoredMemoryType:
     """The memory type ``name`` of ``memory``."""
@@ -50,8 +45,7 @@ def memory_type(memory: ScopedMemory, name: MemoryType) -> StoredMemoryType:
 def register(server: MCPServer) -> None:
     """Add the intent tools to ``server``."""
 
-    @server.tool(annotations=WRITES)
-    @tool_errors
+    @engram_tool(server, WRITES)
     async def memorize(
         type: TypeArg,
         text: Annotated[
@@ -115,8 +109,7 @@ def register(server: MCPServer) -> None:
             result = await memory_type(memory, type).memorize(item)
         return result.model_dump(mode="json")
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def remember(type: TypeArg, query: QueryArg, limit: LimitArg = 10) -> dict[str, Any]:
         """Search one memory type for what is relevant to `query`, best match first, each
         with a score. To gather context from every memory type at once, use `assemble`
@@ -125,8 +118,7 @@ def register(server: MCPServer) -> None:
         found = await memory_type(memory, type).remember(query, limit=limit)
         return redacted(memory, {"items": [item_json(i) for i in found]})
 
-    @server.tool(annotations=DESTRUCTIVE)
-    @tool_errors
+    @engram_tool(server, DESTRUCTIVE)
     async def forget(
         type: TypeArg,
         instruction: Annotated[
@@ -151,8 +143,7 @@ def register(server: MCPServer) -> None:
         result = await memory_type(memory, type).forget(instruction, mode=mode)
         return result.model_dump(mode="json")
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def summarize(
         type: TypeArg,
         scope: Annotated[
@@ -170,8 +161,7 @@ def register(server: MCPServer) -> None:
         result = await memory_type(memory, type).summarize(scope=scope, token_limit=token_limit)
         return redacted(memory, result.model_dump(mode="json"))
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def assemble(query: QueryArg, token_limit: TokenLimit = 2000) -> dict[str, Any]:
         """Recall everything relevant to `query` from every memory type at once — rules that
         apply, facts, past episodes, the recent conversation, working notes — as one context
@@ -188,8 +178,7 @@ def register(server: MCPServer) -> None:
             ],
         }
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def capacity(type: TypeArg) -> dict[str, Any]:
         """How full one memory type is: items and tokens stored against its limits, and
         what it evicts first when full."""

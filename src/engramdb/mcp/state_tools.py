@@ -10,8 +10,7 @@ from pydantic import Field
 
 from engramdb.core.errors import NotFoundError
 from engramdb.mcp.binding import bound
-from engramdb.mcp.errors import tool_errors
-from engramdb.mcp.memory_tools import READ_ONLY, WRITES
+from engramdb.mcp.tooling import READ_ONLY, WRITES, engram_tool
 
 KeyArg = Annotated[str, Field(min_length=1, max_length=512, description="The state's name.")]
 PlanArg = Annotated[
@@ -27,8 +26,7 @@ _MISSING = object()
 def register(server: MCPServer) -> None:
     """Add the working state tools to ``server``."""
 
-    @server.tool(annotations=WRITES)
-    @tool_errors
+    @engram_tool(server, WRITES)
     async def set_state(
         key: KeyArg,
         value: Annotated[Any, Field(description="Any JSON value; replaces the one stored.")],
@@ -39,8 +37,7 @@ def register(server: MCPServer) -> None:
         await bound().writer(plan).working.set(key, value)
         return {"key": key, "value": value, "plan": plan}
 
-    @server.tool(annotations=READ_ONLY)
-    @tool_errors
+    @engram_tool(server, READ_ONLY)
     async def get_state(
         key: Annotated[
             str | None, Field(max_length=512, description="One state's name; omit for all.")
