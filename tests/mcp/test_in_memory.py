@@ -257,3 +257,20 @@ async def test_credentials_that_may_only_read_cannot_write(connect: Connect) -> 
         assert "permission_denied" in await refused(client, "memorize", type="semantic", text="x")
         assert "permission_denied" in await refused(client, "set_state", key="k", value=1)
         assert (await call(client, "remember", type="semantic", query="x"))["items"] == []
+
+
+async def test_assemble_says_which_memory_types_ran_out_of_time(
+    connect: Connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engramdb.mcp.memory_tools.TOOL_TIME_LIMIT_MS", 1e-6)
+    async with connect("acme", "alice") as client:
+        await call(client, "memorize", type="semantic", text="Alice likes tea")
+        answer = await call(client, "assemble", query="what does Alice like?")
+    assert answer["incomplete"]
+    assert set(answer["incomplete"]) <= {
+        "working",
+        "procedural",
+        "conversation",
+        "semantic",
+        "episodic",
+    }

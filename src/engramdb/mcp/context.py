@@ -13,6 +13,7 @@ from pydantic import Field
 from engramdb.engine import ScopedMemory
 from engramdb.mcp.binding import bound
 from engramdb.mcp.errors import resource_errors
+from engramdb.mcp.memory_tools import assemble_for_model
 from engramdb.mcp.shapes import item_json, redacted
 from engramdb.orchestrator.recent import recent_items
 
@@ -74,7 +75,7 @@ def register(server: MCPServer) -> None:
     async def recall_then_answer(
         question: Annotated[str, Field(min_length=1, max_length=10_000)],
     ) -> list[Message]:
-        context = await bound().memory().assemble(question, token_limit=PROMPT_TOKENS)
+        context = await assemble_for_model(bound().memory(), question, PROMPT_TOKENS)
         remembered = context.text or "(nothing relevant is remembered)"
         return [
             UserMessage(

@@ -17,6 +17,8 @@ from engramdb.engine import ScopedMemory
 from engramdb.mcp.binding import bound
 from engramdb.mcp.shapes import item_json, redacted
 from engramdb.mcp.tooling import DESTRUCTIVE, READ_ONLY, WRITES, engram_tool
+from engramdb.orchestrator.assemble import AssembledContext
+from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.plugin import StoredMemoryType
 
 MemoryType = Literal["episodic", "semantic", "procedural", "conversation", "working"]
@@ -34,6 +36,20 @@ QueryArg = Annotated[
 ]
 LimitArg = Annotated[int, Field(ge=1, le=100, description="At most this many memories.")]
 TokenLimit = Annotated[int, Field(ge=1, le=100_000, description="At most this many tokens.")]
+
+
+#: How long each memory type may take to answer ``assemble``. A model calling a tool waits
+#: seconds for its answer anyway, so a memory missed for want of a few hundred milliseconds
+#: costs more here than within a turn's own assembly (whose default is 500 ms); still bounded.
+TOOL_TIME_LIMIT_MS = 5000.0
+
+
+async def assemble_for_model(
+    memory: ScopedMemory, query: str, token_limit: int
+) -> AssembledContext:
+    """``memory.assemble`` with the time a tool call can afford."""
+    budget = Budget(token_limit=token_limit, time_limit_ms=TOOL_TIME_LIMIT_MS)
+    return await memory.assemble(query, budget=budget)
 
 
 def memory_type(memory: ScopedMemory, name: MemoryType) -> StoredMemoryType:
@@ -167,9 +183,8 @@ def register(server: MCPServer) -> None:
         apply, facts, past episodes, the recent conversation, working notes — as one context
         text within `token_limit`, sensitive data redacted. Call this before answering a
         question that may depend on what you know about the user."""
-        memory = bound().memory()
-        context = await memory.assemble(query, token_limit=token_limit)
-        return {
+        context = await assemble_for_model(bound().memory(), query, token_limit)
+        answer: dict[str, Any] = {
             "text": context.text,
             "tokens": context.tokens,
             "items": [
@@ -177,6 +192,11 @@ def register(server: MCPServer) -> None:
                 for c in context.items
             ],
         }
+        operations = context.trace.operations if context.trace is not None else []
+        missed = sorted({op.memory_type for op in operations if op.status != "ok"})
+        if missed:  # said, so that the model does not take a gap for "nothing known"
+            answer["incomplete"] = missed
+        return answer
 
     @engram_tool(server, READ_ONLY)
     async def capacity(type: TypeArg) -> dict[str, Any]:
