@@ -89,13 +89,33 @@ async def test_the_intent_tools_of_every_memory_type(connect: Connect) -> None:
         assert after["items"] == []
 
 
-async def test_what_tools_answer_is_redacted(connect: Connect) -> None:
+async def test_every_read_is_redacted(connect: Connect, any_engine: Engine) -> None:
+    secret = "alice@example.com"
+    card = "4111 1111 1111 1111"
+    mem = any_engine.scope(tenant="acme", user="alice")
+    await mem.manager.store(
+        "user.email", secret, content_type="profile", tier=MemoryTier.PERSISTENT
+    )
     async with connect("acme", "alice") as client:
-        await call(client, "memorize", type="semantic", text="Alice's mail is alice@example.com")
-        found = await call(client, "remember", type="semantic", query="mail of Alice")
-        summary = await call(client, "summarize", type="semantic")
-    assert "alice@example.com" not in str(found) + str(summary)
-    assert "[EMAIL]" in found["items"][0]["text"]
+        await call(client, "memorize", type="semantic", text=f"Alice's mail is {secret}")
+        await call(client, "memorize", type="episodic", text=f"Alice paid with card {card}")
+        await call(client, "graph_add_entity", name="Alice", properties={"email": secret})
+        reads = [
+            await call(client, "remember", type="semantic", query="mail of Alice"),
+            await call(client, "remember", type="episodic", query="card payment"),
+            await call(client, "summarize", type="semantic"),
+            await call(client, "summarize", type="episodic"),
+            await call(client, "assemble", query="Alice's mail and card"),
+            await call(client, "graph_search", query="Alice"),
+            await read_json(client, "engram://profile"),
+            await read_json(client, "engram://episodes/recent"),
+        ]
+        prompt = await client.get_prompt("recall_then_answer", {"question": "Alice's mail?"})
+    shown = str(reads) + str(prompt.messages)
+    assert secret not in shown
+    assert card not in shown
+    assert "[EMAIL]" in str(reads[0])
+    assert "[EMAIL]" in str(reads[6]["profile"])
 
 
 async def test_working_state_of_the_scope_and_of_a_shared_plan(connect: Connect) -> None:
