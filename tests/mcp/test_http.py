@@ -1,5 +1,5 @@
 """MCP over streamable HTTP at ``/mcp`` of a real ``engram serve`` process, with the REST
-service's API keys: each connection works in its key's tenant and user."""
+service's API keys and tokens: each connection works in its credentials' tenant and user."""
 
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ from mcp.client.streamable_http import streamable_http_client
 
 import engramdb
 from engramdb.engine import EngineConfig
+from engramdb.service.auth import issue_token
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
 from tests.mcp.conftest import TOOLS, call, read_json, refused
+
+JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         *(sys.executable, "-m", "engramdb.cli", "--db", str(db), "serve", "--no-vectors"),
         *("--host", "127.0.0.1", "--port", str(port), "--auth", "production"),
     ]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ENGRAM_JWT_SECRET": JWT_SECRET}
     with serving(command, f"{url}/healthz", log=db.parent / "serve.log", env=env):
         yield Served(url, *keys)
 
@@ -108,6 +111,16 @@ async def test_two_tenants_over_http_see_nothing_of_each_other(served: Served) -
         assert (await read_json(globex, "engram://profile"))["facts"] == []
         mine = await call(acme, "remember", type="semantic", query="merger target")
         assert [i["text"] for i in mine["items"]] == ["The merger target is Initech"]
+
+
+async def test_a_jwt_binds_the_connection_to_its_claims(served: Served) -> None:
+    token = issue_token(JWT_SECRET, "initech", user="peter")
+    async with mcp_over_http(served, token) as peter:
+        await call(peter, "memorize", type="semantic", text="Peter's stapler is red")
+        found = await call(peter, "remember", type="semantic", query="stapler")
+        assert [i["text"] for i in found["items"]] == ["Peter's stapler is red"]
+    async with mcp_over_http(served, served.acme_alice) as alice:
+        assert (await call(alice, "remember", type="semantic", query="stapler"))["items"] == []
 
 
 async def test_a_reader_key_reads_but_may_not_write(served: Served) -> None:
