@@ -1,5 +1,5 @@
-"""The intent tools: memorize, remember, forget, summarize (one tool each, the memory type as
-an argument) and assemble (every type at once, within a token budget).
+"""The intent tools: memorize, remember, forget, summarize and capacity (one tool each, the
+memory type as an argument) and assemble (every type at once, within a token budget).
 
 One tool per operation keeps the list short for a model to choose from; the ``type`` enum
 and its description say which memory holds what.
