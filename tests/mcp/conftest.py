@@ -81,3 +81,36 @@ async def read_json(client: Client, uri: str) -> Any:
     assert isinstance(content, TextResourceContents)
     assert content.mime_type == "application/json"
     return json.loads(content.text)
+
+
+async def exercise_every_tool(client: Client) -> set[str]:
+    """Call every tool once with good arguments (each must succeed), read both resources and
+    get the prompt: the names of the tools called."""
+    called: set[str] = set()
+
+    async def use(tool: str, **arguments: Any) -> dict[str, Any]:
+        called.add(tool)
+        return await call(client, tool, **arguments)
+
+    await use("memorize", type="semantic", text="Dana's favourite colour is teal", key="colour")
+    await use("remember", type="semantic", query="favourite colour")
+    await use("summarize", type="semantic", scope="recent", token_limit=100)
+    await use("capacity", type="semantic")
+    await use("assemble", query="what colour does Dana like?", token_limit=300)
+    await use("forget", type="semantic", instruction="key:colour", mode="hard")
+    await use("set_state", key="step", value=[1, 2])
+    await use("get_state", key="step")
+    dana = await use("graph_add_entity", name="Dana", entity_type="person")
+    teal = await use("graph_add_entity", name="Teal", entity_type="concept")
+    await use(
+        "graph_add_relation",
+        source_id=dana["entity_id"],
+        target_id=teal["entity_id"],
+        relation_type="likes",
+    )
+    await use("graph_search", query="Dana")
+    await use("graph_traverse", start_entity_id=dana["entity_id"], pattern="bfs")
+    await read_json(client, "engram://profile")
+    await read_json(client, "engram://episodes/recent")
+    await client.get_prompt("recall_then_answer", {"question": "What does Dana like?"})
+    return called

@@ -22,7 +22,7 @@ from engramdb.engine import EngineConfig
 from engramdb.service.auth import issue_token
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
-from tests.mcp.conftest import TOOLS, call, read_json, refused
+from tests.mcp.conftest import BASE_TOOLS, TOOLS, call, exercise_every_tool, read_json, refused
 
 JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 
@@ -75,9 +75,14 @@ async def mcp_over_http(served: Served, api_key: str) -> AsyncIterator[Client]:
             yield client
 
 
-async def test_tools_over_http_in_the_keys_tenant_and_user(served: Served) -> None:
+async def test_every_tool_over_http(served: Served) -> None:
     async with mcp_over_http(served, served.acme_alice) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+        assert await exercise_every_tool(client) == BASE_TOOLS
+
+
+async def test_tools_over_http_in_the_keys_tenant_and_user(served: Served) -> None:
+    async with mcp_over_http(served, served.acme_alice) as client:
         await call(client, "memorize", type="semantic", text="Alice's team is called Orca")
         await call(client, "memorize", type="episodic", text="Orca shipped release 2")
         found = await call(client, "remember", type="semantic", query="team name")

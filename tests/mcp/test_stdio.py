@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
 from tests.helpers.cli import run
-from tests.mcp.conftest import TOOLS, call, read_json
+from tests.mcp.conftest import BASE_TOOLS, TOOLS, call, exercise_every_tool, read_json
 
 
 def engram_mcp(db: Path, tenant: str, user: str) -> Client:
@@ -30,6 +30,7 @@ async def test_two_stdio_servers_of_two_tenants_on_one_database(tmp_path: Path) 
     db = tmp_path / "engram.db"
     async with engram_mcp(db, "acme", "alice") as acme, engram_mcp(db, "globex", "alice") as globex:
         assert {t.name for t in (await acme.list_tools()).tools} == TOOLS
+        assert await exercise_every_tool(acme) == BASE_TOOLS
         await call(acme, "memorize", type="semantic", text="Alice prefers window seats")
         await call(acme, "memorize", type="episodic", text="Alice flew to Oslo in May")
         await call(acme, "set_state", key="booking", value="pending")
