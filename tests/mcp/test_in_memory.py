@@ -4,10 +4,22 @@ the resources and the prompt, isolation between tenants, and bad input as error 
 from __future__ import annotations
 
 import pytest
+from mcp import Client
 
+from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier
 from engramdb.engine import Engine
-from tests.mcp.conftest import TOOLS, Connect, call, read_json, refused
+from engramdb.mcp.binding import Binding, fixed
+from engramdb.mcp.server import build_server
+from tests.mcp.conftest import (
+    BASE_TOOLS,
+    TOOLS,
+    Connect,
+    call,
+    exercise_every_tool,
+    read_json,
+    refused,
+)
 
 
 async def test_lists_every_tool_with_what_a_model_needs_to_choose(connect: Connect) -> None:
@@ -294,3 +306,15 @@ async def test_assemble_says_which_memory_types_ran_out_of_time(
         "semantic",
         "episodic",
     }
+
+
+async def test_every_tool_over_the_in_memory_transport_with_the_handshake(
+    any_engine: Engine,
+) -> None:
+    # The SDK's legacy mode: the initialize handshake and JSON-RPC over in-memory streams,
+    # as clients of protocol revisions before 2026 speak it.
+    binding = Binding(any_engine, Scope(tenant="acme", user="alice"))
+    async with Client(build_server(fixed(binding)), mode="legacy") as client:
+        assert client.server_info is not None
+        assert client.server_info.name == "engram"
+        assert await exercise_every_tool(client) == BASE_TOOLS
