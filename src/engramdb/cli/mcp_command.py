@@ -9,8 +9,7 @@ import typer
 from engramdb.cli.app import run_unopened, settings_of
 from engramdb.cli.serve_command import DbOption, served_target
 from engramdb.core.errors import UsageError
-
-INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'engramdb[mcp]'"
+from engramdb.mcp import INSTALL, sdk_missing
 
 
 def register(app: typer.Typer) -> None:
@@ -23,8 +22,12 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Tenant (default: the global --tenant).")
         ] = None,
         user: Annotated[str | None, typer.Option(help="User (default: the global --user).")] = None,
-        agent: Annotated[str | None, typer.Option(help="Agent acting.")] = None,
-        session: Annotated[str | None, typer.Option(help="Session.")] = None,
+        agent: Annotated[
+            str | None, typer.Option(help="Agent acting (default: the global --agent).")
+        ] = None,
+        session: Annotated[
+            str | None, typer.Option(help="Session (default: the global --session).")
+        ] = None,
         db: DbOption = None,
         vectors: Annotated[
             bool, typer.Option(help="Embed memories for vector search (the local model).")
@@ -39,9 +42,9 @@ def register(app: typer.Typer) -> None:
             try:
                 from engramdb.mcp.stdio import serve_stdio
             except ModuleNotFoundError as exc:
-                if exc.name != "mcp" and not str(exc.name).startswith("mcp."):
+                if not sdk_missing(exc):
                     raise
-                raise UsageError(INSTALL_HINT) from exc
+                raise UsageError(f"the MCP server needs the mcp extra: {INSTALL}") from exc
             from engramdb.core.scope import Scope
             from engramdb.engine import EngineConfig
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
+from engramdb.mcp import INSTALL, sdk_missing
 from engramdb.service.models import ErrorBody
 from engramdb.service.settings import ServiceSettings
 
@@ -21,11 +22,7 @@ if TYPE_CHECKING:
     from engramdb.mcp.http import McpEndpoint
 
 PATH = "/mcp"
-INSTALL_HINT = "MCP is not installed on this server: pip install 'engramdb[mcp]'"
-
-
-def _missing(exc: ModuleNotFoundError) -> bool:
-    return exc.name is not None and (exc.name == "mcp" or exc.name.startswith("mcp."))
+INSTALL_HINT = f"MCP is not installed on this server: {INSTALL}"
 
 
 class McpMount:
@@ -41,7 +38,7 @@ class McpMount:
         try:
             from engramdb.mcp.http import McpEndpoint
         except ModuleNotFoundError as exc:
-            if not _missing(exc):
+            if not sdk_missing(exc):
                 raise
             yield
             return
