@@ -97,6 +97,9 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
     auth: str
+    bridge: dict[str, Any] | None = Field(
+        default=None, description="The NATS event bridge, when one runs: connection and lag"
+    )
 
 
 # -- semantic ---------------------------------------------------------------------------------
