@@ -45,6 +45,7 @@ from engramdb.core.errors import (
     UsageError,
     ValidationError,
     ValueTooLargeError,
+    VersionConflictError,
 )
 
 if TYPE_CHECKING:
@@ -283,6 +284,7 @@ __all__ = [
     "UsageError",
     "ValidationError",
     "ValueTooLargeError",
+    "VersionConflictError",
     "WorkingMemoryLimits",
     "WorkingMemoryProvider",
     "WorkingStore",

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, segment
 from engramdb.client.graph import GraphClient
-from engramdb.core.errors import NotFoundError, PartialRecallWarning
+from engramdb.core.errors import NotFoundError, PartialRecallWarning, VersionConflictError
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
 from engramdb.orchestrator.plans import Plan
@@ -114,9 +114,11 @@ class MemoryClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        expected_version: int | None = None,
     ) -> httpx.Response:
         """Send one request and return the successful answer, retrying lost writes under one
-        idempotency key (a fresh one unless given).
+        idempotency key (a fresh one unless given); ``expected_version`` is sent as
+        ``If-Match``.
 
         Raises:
             EngramError: the typed error of an error answer.
@@ -125,6 +127,8 @@ class MemoryClient:
         headers = {}
         if method in ("POST", "PUT", "PATCH", "DELETE"):
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
+        if expected_version is not None:
+            headers["If-Match"] = f'"{expected_version}"'
         query = {k: v for k, v in (params or {}).items() if v is not None}
         for attempt in range(self.retries + 1):
             try:
@@ -318,10 +322,15 @@ class MemoryClient:
         """The task context ``task_id``. Raises ``NotFoundError``."""
         return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{segment(task_id)}")
 
-    async def update_task_context(self, task_id: str, **changes: Any) -> TaskContext:
-        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context."""
+    async def update_task_context(
+        self, task_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> TaskContext:
+        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context;
+        with ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/task-context/{segment(task_id)}"
-        return await self._call(TaskContext, "PUT", path, json=changes)
+        return await self._call(
+            TaskContext, "PUT", path, json=changes, expected_version=expected_version
+        )
 
     async def get_task_by_subtask(self, subtask_id: str) -> TaskContext:
         """The task context listing ``subtask_id``. Raises ``NotFoundError``."""
@@ -336,11 +345,20 @@ class MemoryClient:
             return None
 
     async def add_sub_task(self, task_id: str, subtask_id: str) -> TaskContext:
-        """Add ``subtask_id`` to a task context's sub-tasks (once)."""
-        task = await self.get_task_context(task_id)
-        if subtask_id in task.sub_tasks:
-            return task
-        return await self.update_task_context(task_id, sub_tasks=[*task.sub_tasks, subtask_id])
+        """Add ``subtask_id`` to a task context's sub-tasks (once); a concurrent change of the
+        list is read again, never overwritten."""
+        while True:
+            task = await self.get_task_context(task_id)
+            if subtask_id in task.sub_tasks:
+                return task
+            try:
+                return await self.update_task_context(
+                    task_id,
+                    expected_version=task.version,
+                    sub_tasks=[*task.sub_tasks, subtask_id],
+                )
+            except VersionConflictError:
+                continue
 
     async def list_task_contexts(
         self, *, plan_id: str | None = None, limit: int = 50, offset: int = 0
@@ -349,9 +367,13 @@ class MemoryClient:
         params = {"plan_id": plan_id, "limit": limit, "offset": offset}
         return await self._call(Page[TaskContext], "GET", "/v1/memory/task-context", params=params)
 
-    async def delete_task_context(self, task_id: str) -> None:
-        """Delete a task context. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/task-context/{segment(task_id)}")
+    async def delete_task_context(
+        self, task_id: str, *, expected_version: int | None = None
+    ) -> None:
+        """Delete a task context (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/task-context/{segment(task_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- plans -------------------------------------------------------------------------------
 
@@ -381,13 +403,19 @@ class MemoryClient:
         """The plan ``plan_id``. Raises ``NotFoundError``."""
         return await self._call(Plan, "GET", f"/v1/memory/plans/{segment(plan_id)}")
 
-    async def update_plan(self, plan_id: str, **changes: Any) -> Plan:
-        """Replace the given fields (``status``, ``state``, …) of a plan."""
-        return await self._call(Plan, "PUT", f"/v1/memory/plans/{segment(plan_id)}", json=changes)
+    async def update_plan(
+        self, plan_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Plan:
+        """Replace the given fields (``status``, ``state``, …) of a plan; with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        return await self._call(Plan, "PUT", path, json=changes, expected_version=expected_version)
 
-    async def delete_plan(self, plan_id: str) -> None:
-        """Delete a plan. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/plans/{segment(plan_id)}")
+    async def delete_plan(self, plan_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a plan (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -413,14 +441,21 @@ class MemoryClient:
         """The session ``session_id``. Raises ``NotFoundError``."""
         return await self._call(Session, "GET", f"/v1/memory/sessions/{segment(session_id)}")
 
-    async def update_session(self, session_id: str, **changes: Any) -> Session:
-        """Replace the given fields of a session (and mark it used now)."""
+    async def update_session(
+        self, session_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Session:
+        """Replace the given fields of a session (and mark it used now); with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/sessions/{segment(session_id)}"
-        return await self._call(Session, "PUT", path, json=changes)
+        return await self._call(
+            Session, "PUT", path, json=changes, expected_version=expected_version
+        )
 
-    async def delete_session(self, session_id: str) -> None:
-        """Delete a session. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/sessions/{segment(session_id)}")
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a session (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/sessions/{segment(session_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- entries, recall, events -------------------------------------------------------------
 
