@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engramdb.client import MemoryClient
-from engramdb.core.errors import NotFoundError, VersionConflictError
+from engramdb.client import MemoryClient, WorkflowState
+from engramdb.core.errors import ConflictError, NotFoundError, VersionConflictError
 from engramdb.engine import Engine
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.sessions import Session
@@ -128,3 +128,35 @@ async def test_the_client_sends_expected_versions(engine: Engine) -> None:
             await client.update_session("s1", expected_version=2)
         await client.delete_task_context("t1", expected_version=task.version)
         await client.delete_session("s1", expected_version=session.version)
+
+
+async def test_plan_state_has_versions_and_concurrent_actions_are_all_recorded(
+    engine: Engine, http: httpx.AsyncClient
+) -> None:
+    working = engine.scope(tenant="acme", plan="p1").working
+    assert await working.set("k", 1) == 1
+    assert await working.set("k", 2, expected_version=1) == 2
+    with pytest.raises(VersionConflictError):
+        await working.set("k", 3, expected_version=1)
+    with pytest.raises(ConflictError):
+        await working.set("k", 3, create=True)
+    assert await working.versioned("k") == (2, 2)
+    path = "/v1/memory/working/p1/k"
+    first = await http.put(path, json={"value": "a"}, headers={"If-None-Match": "*"})
+    assert (first.status_code, first.headers["ETag"], first.json()["version"]) == (200, '"1"', 1)
+    taken = await http.put(path, json={"value": "b"}, headers={"If-None-Match": "*"})
+    assert taken.status_code == 409
+    read = await http.get(path)
+    assert (read.headers["ETag"], read.json()["version"]) == ('"1"', 1)
+    assert (
+        await http.put(path, json={"value": "b"}, headers={"If-Match": '"1"'})
+    ).status_code == 200
+    stale = await http.put(path, json={"value": "c"}, headers={"If-Match": '"1"'})
+    assert (stale.status_code, stale.json()["error"]) == (409, "version_conflict")
+    assert (await http.delete(path, headers={"If-Match": '"1"'})).status_code == 409
+    assert (await http.delete(path, headers={"If-Match": '"2"'})).json() == {"deleted": True}
+    app = create_app(ServiceSettings(auth="local"), engine=engine)
+    async with MemoryClient("http://service", transport=httpx.ASGITransport(app=app)) as client:
+        state = WorkflowState(client, "p2")
+        await asyncio.gather(*(state.record_action(f"a{n}") for n in range(8)))
+        assert sorted(await state.get_action_history()) == [f"a{n}" for n in range(8)]

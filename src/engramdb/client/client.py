@@ -115,10 +115,11 @@ class MemoryClient:
         params: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
         expected_version: int | None = None,
+        if_absent: bool = False,
     ) -> httpx.Response:
         """Send one request and return the successful answer, retrying lost writes under one
         idempotency key (a fresh one unless given); ``expected_version`` is sent as
-        ``If-Match``.
+        ``If-Match``, ``if_absent`` as ``If-None-Match: *``.
 
         Raises:
             EngramError: the typed error of an error answer.
@@ -129,6 +130,8 @@ class MemoryClient:
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
         if expected_version is not None:
             headers["If-Match"] = f'"{expected_version}"'
+        if if_absent:
+            headers["If-None-Match"] = "*"
         query = {k: v for k, v in (params or {}).items() if v is not None}
         for attempt in range(self.retries + 1):
             try:
@@ -266,10 +269,27 @@ class MemoryClient:
 
     # -- working memory ----------------------------------------------------------------------
 
-    async def set_plan_state(self, plan_id: str, key: str, value: Any) -> StateOut:
-        """Set ``key`` of the plan's shared state."""
+    async def set_plan_state(
+        self,
+        plan_id: str,
+        key: str,
+        value: Any,
+        *,
+        expected_version: int | None = None,
+        if_absent: bool = False,
+    ) -> StateOut:
+        """Set ``key`` of the plan's shared state; with ``expected_version``, only over that
+        version (``VersionConflictError``); with ``if_absent``, only if unset
+        (``ConflictError``)."""
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return await self._call(StateOut, "PUT", path, json={"value": value})
+        return await self._call(
+            StateOut,
+            "PUT",
+            path,
+            json={"value": value},
+            expected_version=expected_version,
+            if_absent=if_absent,
+        )
 
     async def get_plan_state(self, plan_id: str, key: str) -> StateOut:
         """``key`` of the plan's shared state. Raises ``NotFoundError`` if unset."""
@@ -281,15 +301,18 @@ class MemoryClient:
         """Every key of the plan's shared state."""
         return (await self._call(PlanState, "GET", f"/v1/memory/working/{segment(plan_id)}")).state
 
-    async def delete_plan_state(self, plan_id: str, key: str | None = None) -> int:
+    async def delete_plan_state(
+        self, plan_id: str, key: str | None = None, *, expected_version: int | None = None
+    ) -> int:
         """Delete ``key`` of the plan's state (or, without ``key``, all of it); returns how
-        many keys went."""
+        many keys went. With ``expected_version``, only that version of ``key``."""
         if key is None:
             return (
                 await self._call(Cleared, "DELETE", f"/v1/memory/working/{segment(plan_id)}")
             ).deleted
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return int((await self._call(Deleted, "DELETE", path)).deleted)
+        answer = await self._call(Deleted, "DELETE", path, expected_version=expected_version)
+        return int(answer.deleted)
 
     # -- task context ------------------------------------------------------------------------
 

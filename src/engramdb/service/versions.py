@@ -1,14 +1,15 @@
 """Record versions over HTTP: a resource's version is its ``ETag`` (``"3"``), and a write that
 sends ``If-Match`` with it changes only that version (``409 version_conflict`` otherwise).
 
-``If-Match: *`` asks only that the resource exists. A weak tag (``W/"3"``) is taken as its
+``If-Match: *`` asks only that the resource exists; ``If-None-Match: *`` (plan state) that
+nothing is there yet. A weak tag (``W/"3"``) is taken as its
 version too: versions are exact, so there is nothing weaker to compare.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Header, Response
 
@@ -22,6 +23,11 @@ IfMatch = Annotated[
         max_length=64,
         description='Write only over this version of the resource (its ETag, e.g. "3")',
     ),
+]
+#: ``If-None-Match: *`` on a write: only if there is nothing yet.
+IfNoneMatch = Annotated[
+    Literal["*"] | None,
+    Header(alias="If-None-Match", description="`*`: write only if nothing is there yet"),
 ]
 _TAG = re.compile(r'^(?:W/)?"?([1-9][0-9]{0,17})"?$')
 
