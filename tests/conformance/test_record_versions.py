@@ -100,3 +100,25 @@ async def test_of_concurrent_deletes_one_deletes_with_one_event(backend: Backend
     results = await asyncio.gather(*(memory.delete("k") for _ in range(4)))
     assert sorted(results) == [False, False, False, True]
     assert await backend.events.count() == events + 1
+
+
+async def test_of_concurrent_forgets_and_restores_one_acts_with_one_event(
+    backend: Backend,
+) -> None:
+    memory = provider(backend)
+    await memory.write("k", "x")
+    events = await backend.events.count()
+    assert sorted(await asyncio.gather(*(memory.forget("k") for _ in range(3)))) == [
+        False,
+        False,
+        True,
+    ]
+    assert sorted(await asyncio.gather(*(memory.restore("k") for _ in range(3)))) == [
+        False,
+        False,
+        True,
+    ]
+    assert await backend.events.count() == events + 2
+    record = await stored(backend, "k")
+    assert record is not None
+    assert (record.hidden_at, record.version) == (None, 3)

@@ -404,14 +404,21 @@ class EventSourcedProvider(MemoryProvider):
 
     async def restore(self, key: str) -> bool:
         """Make a soft-forgotten ``key`` visible again (``memory.restored``); ``False`` if it
-        is not soft-forgotten."""
+        is not soft-forgotten (decided in the write's transaction, like :meth:`forget`)."""
         self._check_writable()
         validate_key(key)
-        record = await self.backend.get(self.provider_id, self.partition, key)
-        if record is None or record.hidden_at is None:
+
+        def decide(record: Record | None) -> tuple[list[Op], list[EventEnvelope]]:
+            if record is None or record.hidden_at is None:
+                return [], []
+            envelope = self._envelope(MemoryRestored(key=key, provider_id=self.provider_id))
+            return [Hide(self.provider_id, self.partition, key, None)], [envelope]
+
+        result = await self.backend.amend(
+            self.provider_id, self.partition, key, decide, writer=self.scope
+        )
+        if not result.hidden:
             return False
-        envelope = self._envelope(MemoryRestored(key=key, provider_id=self.provider_id))
-        await self.backend.commit([Hide(self.provider_id, self.partition, key, None)], [envelope])
         self.indexer.invalidate(self.provider_id, self.partition)
         return True
 
