@@ -181,6 +181,7 @@ class ScopedMemory:
         self.redaction = engine.config.redaction
         for plugin in self.types():
             plugin.llm = engine.llm
+            plugin.redaction = self.redaction
         self.graph = GraphMemoryProvider(
             engine.backend,
             scope,
@@ -196,6 +197,7 @@ class ScopedMemory:
             registry=engine.registry,
             session=scope.session,
             recall_timeout_s=engine.config.recall_timeout_s,
+            redaction=self.redaction,
         )
 
     @property
@@ -230,12 +232,13 @@ class ScopedMemory:
         chosen = budget or Budget(token_limit=token_limit)
         k = chosen.per_type_items
         await self.engine.indexer.warm()  # loading the model is not the turn's time budget
+        # Raw reads: assemble redacts every item itself, and counts what it redacted.
         lookups: list[tuple[str, Lookup]] = [
-            ("working", lambda: self.working.remember(prompt, limit=k)),
-            ("procedural", lambda: self.procedural.remember(prompt, limit=k)),
-            ("conversation", lambda: self.conversation.recent(k)),
-            ("semantic", lambda: self.semantic.remember(prompt, limit=k)),
-            ("episodic", lambda: self.episodic.remember(prompt, limit=k, now=now)),
+            ("working", lambda: self.working.remember(prompt, limit=k, raw=True)),
+            ("procedural", lambda: self.procedural.remember(prompt, limit=k, raw=True)),
+            ("conversation", lambda: self.conversation.recent(k, raw=True)),
+            ("semantic", lambda: self.semantic.remember(prompt, limit=k, raw=True)),
+            ("episodic", lambda: self.episodic.remember(prompt, limit=k, now=now, raw=True)),
         ]
         return await assemble(
             prompt, lookups, chosen, self.redaction, scope=self.scope, events=self.engine.events

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+RawFlag = Annotated[bool, typer.Option("--raw", help="Show memories as stored, without redaction.")]
 #: The content types of rfc-2001; others may be used as well.
 CONTENT_TYPES = "activity, profile, event, fact, conversation, reasoning, research, entity"
 #: The event types of the log (checked against the domain events by a test).

@@ -45,6 +45,7 @@ from engramdb.orchestrator.forget_grammar import (
     require_supported,
 )
 from engramdb.orchestrator.forget_llm import translate_forget
+from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.summarize import abstractive_summary, summarize_items
 from engramdb.orchestrator.tokens import count_tokens, count_tokens_many
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
@@ -65,17 +66,26 @@ class MemoryPlugin(Protocol):
         ...
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items relevant to ``prompt``, best first, each with ``score``."""
+        """Items relevant to ``prompt``, best first, each with ``score``; redacted unless
+        ``raw``."""
         ...
 
     async def forget(self, instructions: str, mode: str = "soft") -> ForgetResult:
         """Forget what ``instructions`` (the forget grammar) select, ``soft`` or ``hard``."""
         ...
 
-    async def summarize(self, scope: str = "all", token_limit: int = 500) -> SummaryResult:
-        """A summary of the items ``scope`` selects, at most ``token_limit`` tokens."""
+    async def summarize(
+        self, scope: str = "all", token_limit: int = 500, *, raw: bool = False
+    ) -> SummaryResult:
+        """A summary of the items ``scope`` selects, at most ``token_limit`` tokens;
+        redacted unless ``raw``."""
         ...
 
     async def get_capacity_info(self) -> CapacityInfo:
@@ -197,6 +207,16 @@ class StoredMemoryType(ABC):
         #: A chat model, when one is configured: it translates free-form forget instructions
         #: to the grammar and writes abstractive summaries.
         self.llm: ChatModel | None = None
+        #: What every read returns through (``raw=True`` skips it, for callers allowed to
+        #: see memories as stored); the engine sets its configured policy.
+        self.redaction: RedactionPolicy = default_policy()
+
+    def redacted(self, items: list[MemoryItem], raw: bool = False) -> list[MemoryItem]:
+        """``items`` with sensitive data in their text and metadata redacted, unless ``raw``
+        (the stored items are not changed)."""
+        if raw:
+            return items
+        return [redact_item(self.redaction, item) for item in items]
 
     # -- storage helpers ---------------------------------------------------------------------
 
@@ -266,9 +286,15 @@ class StoredMemoryType(ABC):
 
     @abstractmethod
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items relevant to ``prompt``, best first (each type ranks its own way)."""
+        """Items relevant to ``prompt``, best first (each type ranks its own way), redacted
+        unless ``raw``."""
 
     # -- capacity ----------------------------------------------------------------------------
 
@@ -368,15 +394,28 @@ class StoredMemoryType(ABC):
 
     # -- summarize ---------------------------------------------------------------------------
 
-    async def summarize(self, scope: str = "all", token_limit: int = 500) -> SummaryResult:
+    async def summarize(
+        self, scope: str = "all", token_limit: int = 500, *, raw: bool = False
+    ) -> SummaryResult:
         """A summary of the items ``scope`` selects within ``token_limit``: extractive, or
-        written by the chat model when one is configured (and cut to the limit)."""
-        items = [record_item(r) for r in await self.records()]
+        written by the chat model when one is configured (and cut to the limit). The items
+        are redacted first unless ``raw``, so neither the summary nor the chat model sees
+        what redaction removes."""
+        items = self.redacted([record_item(r) for r in await self.records()], raw)
         if self.llm is not None:
             return await abstractive_summary(
                 self.llm, items, token_limit, scope=scope, now=utc_now()
             )
         return summarize_items(items, token_limit=token_limit, scope=scope, now=utc_now())
+
+
+def redact_item(policy: RedactionPolicy, item: MemoryItem) -> MemoryItem:
+    """A copy of ``item`` with its text and metadata values redacted by ``policy``."""
+    text = policy.redact(item.text).text
+    metadata = policy.redact_value(item.metadata)[0] if item.metadata else item.metadata
+    if text == item.text and metadata == item.metadata:
+        return item
+    return item.model_copy(update={"text": text, "metadata": metadata})
 
 
 def _tokens(record: Record) -> int:
@@ -393,5 +432,6 @@ __all__ = [
     "item_value",
     "moment",
     "record_item",
+    "redact_item",
     "turn_of",
 ]

@@ -130,9 +130,11 @@ class SemanticMemory(StoredMemoryType):
         limit: int = 10,
         filters: dict[str, Any] | None = None,
         history: bool = False,
+        raw: bool = False,
     ) -> list[MemoryItem]:
         """Current facts relevant to ``prompt`` (private and public), best first; with
-        ``history``, each is followed by its superseded versions, newest first."""
+        ``history``, each is followed by its superseded versions, newest first. Redacted
+        unless ``raw``."""
         found = await self._search(prompt, limit, filters)
         public = (
             await self._search(prompt, limit, filters, provider=self.public)
@@ -141,16 +143,18 @@ class SemanticMemory(StoredMemoryType):
         )
         merged = sorted(found + public, key=lambda i: -(i.score or 0.0))[:limit]
         if not history:
-            return merged
+            return self.redacted(merged, raw)
         with_history: list[MemoryItem] = []
         for item in merged:
             with_history.append(item)
-            with_history += await self.history(item.id or "", skip_current=True)
-        return with_history
+            with_history += await self.history(item.id or "", skip_current=True, raw=True)
+        return self.redacted(with_history, raw)
 
-    async def history(self, key: str, *, skip_current: bool = False) -> list[MemoryItem]:
+    async def history(
+        self, key: str, *, skip_current: bool = False, raw: bool = False
+    ) -> list[MemoryItem]:
         """Every version of ``key`` (private, else public) from the log, newest first;
-        superseded ones have ``superseded`` set."""
+        superseded ones have ``superseded`` set. Redacted unless ``raw``."""
         for provider in (self.provider, self.public):
             events = await provider.backend.events.read(
                 EventQuery(
@@ -183,4 +187,4 @@ class SemanticMemory(StoredMemoryType):
                     superseded=n > 0,
                 )
             )
-        return items
+        return self.redacted(items, raw)
