@@ -160,3 +160,28 @@ async def test_plan_state_has_versions_and_concurrent_actions_are_all_recorded(
         state = WorkflowState(client, "p2")
         await asyncio.gather(*(state.record_action(f"a{n}") for n in range(8)))
         assert sorted(await state.get_action_history()) == [f"a{n}" for n in range(8)]
+
+
+async def test_entries_have_etags_and_honour_if_match(engine: Engine) -> None:
+    app = create_app(ServiceSettings(auth="local"), engine=engine)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(base_url="http://service", transport=transport) as http:
+        stored = await http.post("/v1/memory/entries", json={"key": "city", "value": "Lisbon"})
+        assert (stored.headers["ETag"], stored.json()["version"]) == ('"1"', 1)
+        assert (await http.get("/v1/memory/entries/city")).headers["ETag"] == '"1"'
+        body = {"key": "city", "value": "Porto"}
+        stale = await http.post("/v1/memory/entries", json=body, headers={"If-Match": '"2"'})
+        assert (stale.status_code, stale.json()["error"]) == (409, "version_conflict")
+        kept = await http.post("/v1/memory/entries", json=body, headers={"If-Match": '"1"'})
+        assert kept.headers["ETag"] == '"2"'
+        refused = await http.delete("/v1/memory/entries/city", headers={"If-Match": '"1"'})
+        assert refused.status_code == 409
+    async with MemoryClient("http://service", transport=transport) as client:
+        with pytest.raises(VersionConflictError):
+            await client.store("city", "Faro", expected_version=1)
+        assert (await client.store("city", "Faro", expected_version=2)).version == 3
+        with pytest.raises(VersionConflictError):
+            await client.delete("city", expected_version=2)
+        assert await client.delete("city", expected_version=3)
+        with pytest.raises(NotFoundError):
+            await client.store("city", "back?", expected_version=3)

@@ -494,11 +494,15 @@ class MemoryClient:
         content_type: str = "fact",
         metadata: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
+        expected_version: int | None = None,
     ) -> MemoryEntry:
-        """Store ``value`` under ``key`` in persistent memory."""
+        """Store ``value`` under ``key`` in persistent memory; with ``expected_version``, only
+        over that version of the entry (``VersionConflictError``, ``NotFoundError``)."""
         body = given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
         body["content_type"] = content_type
-        return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
+        return await self._call(
+            MemoryEntry, "POST", "/v1/memory/entries", json=body, expected_version=expected_version
+        )
 
     async def read(self, key: str, *, raw: bool = False) -> MemoryEntry | None:
         """The entry under ``key``, or ``None``."""
@@ -515,10 +519,12 @@ class MemoryClient:
         params = {"prefix": prefix, "limit": limit, "offset": offset, **raw_param(raw)}
         return await self._call(Page[MemoryEntry], "GET", "/v1/memory/entries", params=params)
 
-    async def delete(self, key: str) -> bool:
-        """Delete the entry under ``key``; ``False`` if there was none."""
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Delete the entry under ``key``; ``False`` if there was none. With
+        ``expected_version``, only that version (``VersionConflictError``)."""
+        path = f"/v1/memory/entries/{segment(key)}"
         try:
-            await self.request("DELETE", f"/v1/memory/entries/{segment(key)}")
+            await self.request("DELETE", path, expected_version=expected_version)
         except NotFoundError:
             return False
         return True
