@@ -367,8 +367,8 @@ class EventSourcedProvider(MemoryProvider):
         """Replace the live entry ``key`` with what ``change`` makes of it, reading and writing
         in one transaction: concurrent updates each build on the one before, none is lost.
         ``change`` runs inside the transaction (it must not block) and may raise to write
-        nothing. Vectors of an embedding namespace are computed later, as for any entry
-        stored without one.
+        nothing. No embedding is computed inside a transaction: in a namespace with vectors the
+        entry is stored without one, which ``reindex`` computes (resources have none).
 
         Raises:
             NotFoundError: there is no live entry ``key`` (it never existed, was deleted,
