@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import nats
 import pytest
 
@@ -21,6 +22,8 @@ from engramdb.bridge.publisher import EventBridge
 from engramdb.bridge.subjects import tenant_of_token
 from engramdb.core.events import EventEnvelope
 from engramdb.engine import Engine
+from engramdb.service.app import create_app
+from engramdb.service.settings import ServiceSettings
 from tests.helpers.ports import free_port
 
 SHARED_NATS = "nats://127.0.0.1:4222"
@@ -193,3 +196,25 @@ async def test_a_nats_outage_while_writing_loses_nothing(
             assert entry is not None
             expected[(tenant, key)] = entry.value
     assert collector.state == expected
+
+
+async def test_the_service_publishes_its_writes_and_reports_the_bridge(
+    any_engine: Engine, stream: dict[str, Any]
+) -> None:
+    settings = ServiceSettings(nats_url=SHARED_NATS, nats_stream=stream["stream"])
+    app = create_app(settings, engine=any_engine)
+    # The bridge publishes under the default prefix: give the test's stream its own subjects.
+    nc = await nats.connect(SHARED_NATS)
+    await nc.jetstream().add_stream(name=stream["stream"], subjects=["engram.>"])
+    await nc.close()
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://s") as http,
+    ):
+        written = await http.post("/v1/memory/entries", json={"key": "k", "value": "v"})
+        assert written.status_code == 201
+        await app.state.bridge.drain()
+        health = (await http.get("/healthz")).json()
+    assert health["bridge"]["connected"] is True
+    assert health["bridge"]["lag"] == 0
+    assert health["bridge"]["published"] >= 1

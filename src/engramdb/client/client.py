@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import warnings
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -31,6 +32,7 @@ from engramdb.service.models import (
     Deleted,
     EventPage,
     Health,
+    IngestOut,
     Items,
     Page,
     PlanState,
@@ -196,6 +198,18 @@ class MemoryClient:
         params = {"q": query, "limit": limit, "user_id": user_id, **raw_param(raw)}
         found = await self._call(Items, "GET", "/v1/memory/semantic/search", params=params)
         return found.items
+
+    # -- formation ---------------------------------------------------------------------------
+
+    async def ingest(
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+    ) -> IngestOut:
+        """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
+        ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
+        of themself becomes profile facts, events, activities and graph facts; the answer
+        counts what changed per category."""
+        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from engramdb.providers.indexing import SearchHit, SearchRequest
 from engramdb.storage.records import Record, RecordQuery
 
 _ITEM_FIELDS = ("text", "role", "speaker", "kind", "tags", "importance", "key", "turn")
+_VALIDITY = ("valid_from", "valid_to")
 
 
 @runtime_checkable
@@ -140,6 +141,9 @@ def item_value(item: MemoryItem, **extra: Any) -> dict[str, Any]:
             value[name] = getattr(item, name)
     if item.tags:
         value["tags"] = list(item.tags)
+    for name in _VALIDITY:
+        if getattr(item, name) is not None:
+            value[name] = getattr(item, name).isoformat()
     value.update(extra)
     return value
 
@@ -152,6 +156,7 @@ def record_item(
     its content type's kind."""
     value = record.value if isinstance(record.value, dict) else {"text": str(record.value)}
     fields = {name: value[name] for name in _ITEM_FIELDS if name in value and name != "turn"}
+    fields.update({name: value[name] for name in _VALIDITY if isinstance(value.get(name), str)})
     if not isinstance(fields.get("text"), str) or not fields["text"]:
         fields["text"] = record.text or record.key
         fields.setdefault("kind", record.content_type)
