@@ -46,6 +46,7 @@ from engramdb.core.errors import (
     UsageError,
     ValidationError,
     ValueTooLargeError,
+    VersionConflictError,
 )
 
 if TYPE_CHECKING:
@@ -301,6 +302,7 @@ __all__ = [
     "UsageError",
     "ValidationError",
     "ValueTooLargeError",
+    "VersionConflictError",
     "WorkingMemoryLimits",
     "WorkingMemoryProvider",
     "WorkingStore",

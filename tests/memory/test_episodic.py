@@ -275,7 +275,8 @@ async def test_a_file_from_before_sentence_vectors_upgrades_and_reindexes(
     # The file as an engine before sentence vectors left it: no parts column, no migration.
     with sqlite3.connect(db_path) as conn:
         conn.execute("ALTER TABLE vectors DROP COLUMN parts")
-        conn.execute("DELETE FROM engram_migrations WHERE name = '0006_part_vectors'")
+        conn.execute("ALTER TABLE records DROP COLUMN version")
+        conn.execute("DELETE FROM engram_migrations WHERE name >= '0006_part_vectors'")
     async with engramdb.open(db_path, config=config) as engine:
         mem = engine.scope(tenant="acme", user="alice")
         assert stored_parts(db_path) == [None]

@@ -12,6 +12,7 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
+    │   │   └── VersionConflictError    the record is no longer the version the caller read
     │   ├── AuthenticationError     no credentials, or credentials that do not verify
     │   ├── PermissionDeniedError   valid credentials without the right to this request
     │   ├── ProviderNotFoundError
@@ -128,6 +129,16 @@ class ConflictError(UsageError):
     """The write collides with stored state (the id is taken) or with a request in flight."""
 
     code = "conflict"
+
+
+class VersionConflictError(ConflictError):
+    """The caller's expected version of a record is not the stored one: someone else wrote
+    it since the caller read it. Nothing was written; read it again and retry.
+
+    ``details``: ``key`` (and ``resource``/``id`` for resources), ``expected`` and ``current``.
+    """
+
+    code = "version_conflict"
 
 
 class AuthenticationError(UsageError):

@@ -64,7 +64,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "No credentials, or credentials that do not verify"),
         (403, "Valid credentials without the right to this request"),
         (404, "No such resource"),
-        (409, "The id is taken, or a request with this idempotency key is in flight"),
+        (
+            409,
+            "The id is taken, the resource is no longer the If-Match version, or a request "
+            "with this idempotency key is in flight",
+        ),
         (413, "The request body or a value is too large"),
         (422, "The request failed validation; nothing was written"),
         (503, "The storage or a model failed; the request may succeed later"),

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
-from engramdb.storage.records import Op, Record, RecordQuery
+from engramdb.storage.records import Amend, Op, Record, RecordQuery
 from engramdb.storage.search_backend import SearchBackend
 
 
@@ -129,6 +129,16 @@ class Backend(Protocol):
 
     async def commit(self, ops: Sequence[Op], events: Sequence[EventEnvelope]) -> CommitResult:
         """Apply ``ops`` and append ``events`` in one transaction: all or nothing."""
+        ...
+
+    async def amend(
+        self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
+    ) -> CommitResult:
+        """Read the record ``key`` of partition ``scope`` with its row locked against other
+        writers, and commit the ops and events ``decide`` makes of it, in one transaction: a
+        read-modify-write no concurrent write can come between. ``writer`` is the scope the
+        events are written in (the partition's when ``None``). ``decide``'s ``Put``s carry no
+        vectors."""
         ...
 
     async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:
