@@ -2,6 +2,11 @@
 
 Values and metadata are stored as JSON, so they are normalised by one JSON round trip here:
 what a write returns is exactly what a later read returns (tuples come back as lists).
+
+Both backends accept the same inputs: a string anywhere (key, scope, value, metadata, query)
+holding a NUL character or a lone surrogate is refused, since PostgreSQL cannot store the
+first and no UTF-8 text can hold the second; a value nested deeper than ``MAX_JSON_DEPTH`` is
+refused before any recursive code (JSON encoders, Pydantic) sees it.
 """
 
 from __future__ import annotations
@@ -10,13 +15,25 @@ import json
 import re
 from typing import Any
 
-from engramdb.core.errors import InvalidKeyError, InvalidValueError, ValueTooLargeError
+from engramdb.core.errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    ValidationError,
+    ValueTooLargeError,
+)
 
 MAX_KEY_CHARS = 512
 DEFAULT_MAX_VALUE_BYTES = 1_048_576
 MAX_METADATA_BYTES = 65_536
 #: A hundred years.
 MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
+#: How deep a value or metadata may nest (far beyond any real record, far below the
+#: interpreter's recursion limit).
+MAX_JSON_DEPTH = 100
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: What the tree walk looks into: containers, and strings for NUL characters.
+_NESTED = (str, dict, list, tuple)
+_UNSTORABLE_WHY = "a NUL character or a lone surrogate, which no backend stores"
 _KEY = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
 _CONTENT_TYPE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 #: The same rules as regular expressions, for schemas that document them (OpenAPI).
@@ -41,7 +58,42 @@ def validate_key(key: object) -> str:
         raise InvalidKeyError(
             f"key {key!r} has control characters or surrounding whitespace", key=key
         )
+    if not key.isascii() and _UNSTORABLE.search(key):
+        raise InvalidKeyError(f"key {key!r} holds {_UNSTORABLE_WHY}", key=ascii(key))
     return key
+
+
+def check_text(text: str, *, what: str, error: type[ValidationError] = InvalidValueError) -> str:
+    """Return ``text`` unless it holds a NUL character or a lone surrogate (``error``)."""
+    unstorable = "\x00" in text if text.isascii() else _UNSTORABLE.search(text) is not None
+    if unstorable:
+        raise error(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+    return text
+
+
+def check_json_tree(value: Any, *, what: str = "value") -> None:
+    """Refuse ``value`` if it nests deeper than ``MAX_JSON_DEPTH`` or a string in it (a dict
+    key too) holds a NUL character. Iterative, so any depth is refused without recursion;
+    lone surrogates are left to the UTF-8 encoding that follows (one pass over the text)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+        elif isinstance(node, dict | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                raise InvalidValueError(
+                    f"{what} nests deeper than {MAX_JSON_DEPTH} levels", field=what
+                )
+            if isinstance(node, dict):
+                for name in node:
+                    if isinstance(name, str) and "\x00" in name:
+                        raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+                items: Any = node.values()
+            else:
+                items = node
+            stack.extend((item, depth + 1) for item in items if isinstance(item, _NESTED))
 
 
 def validate_content_type(content_type: object) -> str:
@@ -67,12 +119,23 @@ def validate_ttl(ttl_ms: object) -> int | None:
     return ttl_ms
 
 
-def to_json(value: Any, *, what: str = "value") -> str:
-    """Serialise ``value`` canonically, or raise ``InvalidValueError``."""
+def json_text(value: Any, *, what: str = "value") -> tuple[str, int]:
+    """``value`` serialised canonically and the size of that text in UTF-8, or an
+    ``InvalidValueError`` (see ``check_json_tree``)."""
+    check_json_tree(value, what=what)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"{what} is not JSON-representable: {exc}", field=what) from exc
+    try:
+        return text, len(text.encode())
+    except UnicodeEncodeError as exc:
+        raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what) from exc
+
+
+def to_json(value: Any, *, what: str = "value") -> str:
+    """Serialise ``value`` canonically, or raise ``InvalidValueError``."""
+    return json_text(value, what=what)[0]
 
 
 def normalize_value(value: Any, *, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> tuple[Any, str]:
@@ -84,8 +147,7 @@ def normalize_value(value: Any, *, max_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> 
     """
     if value is None:
         raise InvalidValueError("value must not be None; delete the key instead", field="value")
-    text = to_json(value)
-    size = len(text.encode())
+    text, size = json_text(value)
     if size > max_bytes:
         raise ValueTooLargeError(
             f"value is {size} bytes as JSON; the limit is {max_bytes}", size=size, limit=max_bytes
@@ -99,8 +161,8 @@ def normalize_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
         raise InvalidValueError("metadata must be a dict with string keys", field="metadata")
-    text = to_json(metadata, what="metadata")
-    if len(text.encode()) > MAX_METADATA_BYTES:
+    text, size = json_text(metadata, what="metadata")
+    if size > MAX_METADATA_BYTES:
         raise ValueTooLargeError(
             f"metadata is larger than {MAX_METADATA_BYTES} bytes as JSON", field="metadata"
         )

@@ -28,6 +28,7 @@ from engramdb.core.errors import (
     PermissionDeniedError,
     ProviderNotFoundError,
     RelationNotFoundError,
+    StorageError,
     UsageError,
     ValidationError,
     ValueTooLargeError,
@@ -79,11 +80,25 @@ def status_of(exc: EngramError) -> int:
     return 500
 
 
+#: What a storage failure may tell a caller: its driver's words name the database's user,
+#: host, database or file, which are the operator's to read (in the log), not the caller's.
+_STORAGE_DETAILS = frozenset({"sqlstate", "waited_s"})
+
+
+def _public(exc: EngramError) -> tuple[str, dict[str, Any]]:
+    """The message and details of ``exc`` that its answer may carry."""
+    if isinstance(exc, StorageError):
+        details = {k: v for k, v in exc.details.items() if k in _STORAGE_DETAILS}
+        return "the storage failed to answer; the request may succeed later", details
+    return exc.message, exc.details
+
+
 def error_response(exc: EngramError) -> JSONResponse:
     """The answer to an Engram error."""
     status = status_of(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    body = ErrorBody(error=exc.code, message=exc.message, details=jsonable_encoder(exc.details))
+    message, details = _public(exc)
+    body = ErrorBody(error=exc.code, message=message, details=jsonable_encoder(details))
     if status >= 500:
         log.warning("request failed: %s", exc.message)
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)

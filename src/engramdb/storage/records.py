@@ -9,6 +9,7 @@ from typing import Any
 
 from engramdb.core.errors import ConflictError
 from engramdb.core.scope import Level, Scope, ScopeFilter
+from engramdb.core.validation import check_text
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,16 @@ class RecordQuery:
     occurred_before: datetime | None = None
     limit: int | None = None
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        # Refused here, for both backends alike: PostgreSQL cannot even send such a string.
+        for name, texts in (
+            ("prefix", () if self.prefix is None else (self.prefix,)),
+            ("keys", self.keys or ()),
+            ("text_any", self.text_any),
+        ):
+            for text in texts:
+                check_text(text, what=name)
 
 
 def as_filter(scope: Scope | ScopeFilter) -> ScopeFilter:
