@@ -14,7 +14,7 @@ from typing import Any
 
 import re2
 
-from engramdb.core.errors import InvalidPatternError
+from engramdb.core.errors import InvalidPatternError, InvalidValueError
 from engramdb.core.validation import check_text
 
 MAX_PATTERN_CHARS = 512
@@ -52,7 +52,12 @@ def compile_pattern(pattern: str) -> Any:
             pattern=pattern[:MAX_PATTERN_CHARS],
             reason="too long",
         )
-    check_text(pattern, what="pattern", error=InvalidPatternError)
+    try:
+        check_text(pattern, what="pattern")
+    except InvalidValueError as exc:
+        raise InvalidPatternError(
+            exc.message, pattern=ascii(pattern), reason="unstorable characters"
+        ) from None
     try:
         return _compiled(pattern)
     except re2.error as exc:

@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import BaseModel
+
 from engramdb.core.errors import (
     InvalidKeyError,
     InvalidValueError,
@@ -63,37 +65,68 @@ def validate_key(key: object) -> str:
     return key
 
 
+def _has_nul(text: str) -> bool:
+    return "\x00" in text  # a memchr: far faster than any regular expression
+
+
+def _is_unstorable(text: str) -> bool:
+    # An ASCII string (a flag CPython keeps) cannot hold a surrogate.
+    return "\x00" in text if text.isascii() else _UNSTORABLE.search(text) is not None
+
+
 def check_text(text: str, *, what: str, error: type[ValidationError] = InvalidValueError) -> str:
     """Return ``text`` unless it holds a NUL character or a lone surrogate (``error``)."""
-    unstorable = "\x00" in text if text.isascii() else _UNSTORABLE.search(text) is not None
-    if unstorable:
+    if _is_unstorable(text):
         raise error(f"{what} holds {_UNSTORABLE_WHY}", field=what)
     return text
 
 
-def check_json_tree(value: Any, *, what: str = "value") -> None:
-    """Refuse ``value`` if it nests deeper than ``MAX_JSON_DEPTH`` or a string in it (a dict
-    key too) holds a NUL character. Iterative, so any depth is refused without recursion;
-    lone surrogates are left to the UTF-8 encoding that follows (one pass over the text)."""
+def parse_json(text: str, *, what: str = "value") -> Any:
+    """``text`` parsed as JSON, or an ``InvalidValueError`` (malformed, or nested so deep the
+    parser gave up: it recurses). Check the result with ``check_json_tree`` before use."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidValueError(f"{what} is not valid JSON: {exc.msg}", field=what) from exc
+    except RecursionError:
+        # from None: the chained traceback would be as deep as the input.
+        raise InvalidValueError(
+            f"{what} nests deeper than {MAX_JSON_DEPTH} levels", field=what
+        ) from None
+
+
+def check_json_tree(
+    value: Any, *, what: str = "value", max_depth: int = MAX_JSON_DEPTH, surrogates: bool = False
+) -> None:
+    """Refuse ``value`` if it nests deeper than ``max_depth`` or a string in it (a dict key
+    too) holds a NUL character, or with ``surrogates`` a lone surrogate. Iterative, so any depth
+    is refused without recursion. Without ``surrogates``, lone surrogates are left to the UTF-8
+    encoding that follows (``json_text``: one pass over the text)."""
+    unstorable = _is_unstorable if surrogates else _has_nul
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
-            if "\x00" in node:
+            if unstorable(node):
                 raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
         elif isinstance(node, dict | list | tuple):
-            if depth >= MAX_JSON_DEPTH:
-                raise InvalidValueError(
-                    f"{what} nests deeper than {MAX_JSON_DEPTH} levels", field=what
-                )
+            if depth >= max_depth:
+                raise InvalidValueError(f"{what} nests deeper than {max_depth} levels", field=what)
             if isinstance(node, dict):
                 for name in node:
-                    if isinstance(name, str) and "\x00" in name:
+                    if isinstance(name, str) and unstorable(name):
                         raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
                 items: Any = node.values()
             else:
                 items = node
             stack.extend((item, depth + 1) for item in items if isinstance(item, _NESTED))
+
+
+def model_value(model: BaseModel, *, what: str, exclude: set[str] | None = None) -> dict[str, Any]:
+    """``model`` as the JSON data a write stores, or an ``InvalidValueError``: checked before
+    Pydantic's JSON mode, which would store a lone surrogate as U+FFFD without a word."""
+    check_json_tree(model.model_dump(exclude=exclude), what=what, surrogates=True)
+    return model.model_dump(mode="json", exclude=exclude)
 
 
 def validate_content_type(content_type: object) -> str:
@@ -119,10 +152,12 @@ def validate_ttl(ttl_ms: object) -> int | None:
     return ttl_ms
 
 
-def json_text(value: Any, *, what: str = "value") -> tuple[str, int]:
+def json_text(
+    value: Any, *, what: str = "value", max_depth: int = MAX_JSON_DEPTH
+) -> tuple[str, int]:
     """``value`` serialised canonically and the size of that text in UTF-8, or an
     ``InvalidValueError`` (see ``check_json_tree``)."""
-    check_json_tree(value, what=what)
+    check_json_tree(value, what=what, max_depth=max_depth)
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

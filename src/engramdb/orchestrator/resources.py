@@ -22,7 +22,7 @@ from engramdb.core.errors import ConflictError, NotFoundError, ValidationError
 from engramdb.core.model import EngramModel
 from engramdb.core.scope import Level
 from engramdb.core.types import utc_now
-from engramdb.core.validation import validate_key
+from engramdb.core.validation import model_value, validate_key
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
 from engramdb.storage.records import Record, RecordQuery
@@ -112,7 +112,7 @@ class ResourceStore(Generic[M]):
 
     async def _write(self, item: M, *, create: bool = False) -> M:
         resource_id = str(getattr(item, self.id_field))
-        value = item.model_dump(mode="json", exclude={"created_at", "updated_at"})
+        value = model_value(item, what=self.resource, exclude={"created_at", "updated_at"})
         metadata = {name: value[name] for name in self.indexed if value.get(name) is not None}
         (entry,) = await self.provider.write_many(
             [WriteRequest(resource_id, value, self.content_type, metadata, create=create)]
