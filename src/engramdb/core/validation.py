@@ -33,8 +33,8 @@ MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
 #: interpreter's recursion limit).
 MAX_JSON_DEPTH = 100
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-#: What the tree walk looks into: containers, and strings for NUL characters.
-_NESTED = (str, dict, list, tuple)
+#: What the tree walk descends into.
+_CONTAINERS = (dict, list, tuple)
 _UNSTORABLE_WHY = "a NUL character or a lone surrogate, which no backend stores"
 _KEY = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
 _CONTENT_TYPE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
@@ -103,23 +103,29 @@ def check_json_tree(
     is refused without recursion. Without ``surrogates``, lone surrogates are left to the UTF-8
     encoding that follows (``json_text``: one pass over the text)."""
     unstorable = _is_unstorable if surrogates else _has_nul
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    if isinstance(value, str):
+        if unstorable(value):
+            raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+        return
+    # Containers wait on the stack with their depth; strings are checked as they are met.
+    stack: list[tuple[Any, int]] = [(value, 0)] if isinstance(value, _CONTAINERS) else []
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, str):
-            if unstorable(node):
-                raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
-        elif isinstance(node, dict | list | tuple):
-            if depth >= max_depth:
-                raise InvalidValueError(f"{what} nests deeper than {max_depth} levels", field=what)
-            if isinstance(node, dict):
-                for name in node:
-                    if isinstance(name, str) and unstorable(name):
-                        raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
-                items: Any = node.values()
-            else:
-                items = node
-            stack.extend((item, depth + 1) for item in items if isinstance(item, _NESTED))
+        if depth >= max_depth:
+            raise InvalidValueError(f"{what} nests deeper than {max_depth} levels", field=what)
+        if isinstance(node, dict):
+            for name in node:
+                if isinstance(name, str) and unstorable(name):
+                    raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+            items: Any = node.values()
+        else:
+            items = node
+        for item in items:
+            if isinstance(item, str):
+                if unstorable(item):
+                    raise InvalidValueError(f"{what} holds {_UNSTORABLE_WHY}", field=what)
+            elif isinstance(item, _CONTAINERS):
+                stack.append((item, depth + 1))
 
 
 def model_value(model: BaseModel, *, what: str, exclude: set[str] | None = None) -> dict[str, Any]:
