@@ -14,7 +14,8 @@ import psycopg
 import pytest
 
 import engramdb
-from engramdb.core.errors import StorageError
+from engramdb.client import MemoryClient
+from engramdb.core.errors import InvalidValueError, NotFoundError, StorageError
 from engramdb.engine import EngineConfig
 from engramdb.service.app import create_app
 from engramdb.service.errors import error_response
@@ -139,3 +140,22 @@ def _drop_connections(database: str) -> None:
             "WHERE datname = %s AND pid <> pg_backend_pid()",
             (database,),
         )
+
+
+async def test_the_sdk_raises_the_typed_error_for_unsendable_values(tmp_path: Path) -> None:
+    async with engramdb.open(tmp_path / "e.db", config=EngineConfig(embedder=None)) as engine:
+        app = create_app(ServiceSettings(), engine=engine)
+        transport = httpx.ASGITransport(app=app)
+        async with MemoryClient("http://service", transport=transport) as client:
+            for value in ("x\ud800y", "a\x00b", {"k": ["x\udfff"]}):
+                with pytest.raises(InvalidValueError):
+                    await client.request(
+                        "POST", "/v1/memory/entries", json={"key": "k", "value": value}
+                    )
+            deep: list[object] = []
+            for _ in range(10_000):
+                deep = [deep]
+            with pytest.raises(InvalidValueError, match="nested too deep"):
+                await client.request("POST", "/v1/memory/entries", json={"key": "k", "value": deep})
+            with pytest.raises(NotFoundError):
+                await client.request("GET", "/v1/memory/entries/k")
