@@ -15,10 +15,11 @@ import pytest
 
 import engramdb
 from engramdb.client import MemoryClient
-from engramdb.core.errors import InvalidValueError, NotFoundError, StorageError
+from engramdb.core.errors import InvalidValueError, NotFoundError, RecallError, StorageError
 from engramdb.engine import EngineConfig
+from engramdb.manager.manager import ProviderFailure, _raise_total_failure
 from engramdb.service.app import create_app
-from engramdb.service.errors import error_response
+from engramdb.service.errors import error_response, public_failure
 from engramdb.service.settings import ServiceSettings
 from engramdb.storage.postgres.connection import connect
 from tests.postgres.database import SERVER_URL, empty_database
@@ -159,3 +160,16 @@ async def test_the_sdk_raises_the_typed_error_for_unsendable_values(tmp_path: Pa
                 await client.request("POST", "/v1/memory/entries", json={"key": "k", "value": deep})
             with pytest.raises(NotFoundError):
                 await client.request("GET", "/v1/memory/entries/k")
+
+
+async def test_a_recall_whose_stores_failed_does_not_name_the_database() -> None:
+    url = "postgresql://engram_secret_user@127.0.0.1:5432/engram_secret_db"
+    with pytest.raises(StorageError) as raised:
+        await connect(url, connect_timeout=2)
+    failure = ProviderFailure.of("episodic", raised.value).to_dict()
+    with pytest.raises(RecallError) as recall:
+        _raise_total_failure([ProviderFailure.of("episodic", raised.value)])
+    for answer in (error_response(recall.value).body, json.dumps(public_failure(failure))):
+        text = bytes(answer).decode() if not isinstance(answer, str) else answer
+        assert "engram_secret" not in text
+        assert "127.0.0.1" not in text

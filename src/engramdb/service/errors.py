@@ -27,6 +27,7 @@ from engramdb.core.errors import (
     NotFoundError,
     PermissionDeniedError,
     ProviderNotFoundError,
+    RecallError,
     RelationNotFoundError,
     StorageError,
     UsageError,
@@ -83,13 +84,34 @@ def status_of(exc: EngramError) -> int:
 #: What a storage failure may tell a caller: its driver's words name the database's user,
 #: host, database or file, which are the operator's to read (in the log), not the caller's.
 _STORAGE_DETAILS = frozenset({"sqlstate", "waited_s"})
+STORAGE_MESSAGE = "the storage failed to answer; the request may succeed later"
+
+
+def _names(kind: type[EngramError]) -> frozenset[str]:
+    return frozenset({kind.__name__}).union(*(_names(sub) for sub in kind.__subclasses__()))
+
+
+_STORAGE_ERRORS = _names(StorageError)
+
+
+def public_failure(failure: dict[str, str]) -> dict[str, str]:
+    """A recall's provider failure as a caller may see it (a storage failure's own words
+    are replaced, as for ``StorageError`` answers)."""
+    if failure.get("error") in _STORAGE_ERRORS:
+        return {**failure, "message": STORAGE_MESSAGE}
+    return failure
 
 
 def _public(exc: EngramError) -> tuple[str, dict[str, Any]]:
     """The message and details of ``exc`` that its answer may carry."""
     if isinstance(exc, StorageError):
         details = {k: v for k, v in exc.details.items() if k in _STORAGE_DETAILS}
-        return "the storage failed to answer; the request may succeed later", details
+        return STORAGE_MESSAGE, details
+    failures = exc.details.get("failures")
+    if isinstance(exc, RecallError) and isinstance(failures, list):
+        shown = [public_failure(f) for f in failures]
+        if shown != failures:  # the message quotes each failure: say less
+            return "recall failed in every provider it asked", {**exc.details, "failures": shown}
     return exc.message, exc.details
 
 

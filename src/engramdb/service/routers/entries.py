@@ -11,6 +11,7 @@ from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
+from engramdb.service.errors import public_failure
 from engramdb.service.models import (
     Deleted,
     EntryIn,
@@ -93,5 +94,7 @@ async def recall(body: RecallIn, caller: ReadCaller, engine: EngineDep) -> Recal
     report = await caller.memory(engine).manager.recall_report(query)
     return RecallOut(
         results=report.results,
-        failed_providers=[FailedProvider.model_validate(f.to_dict()) for f in report.failures],
+        failed_providers=[
+            FailedProvider.model_validate(public_failure(f.to_dict())) for f in report.failures
+        ],
     )
