@@ -161,3 +161,34 @@ async def test_an_export_moves_from_sqlite_to_this_backend_unchanged(
     entry = await plain_engine.scope(tenant="acme", user="alice").persistent.read("odd")
     assert entry is not None
     assert entry.value == odd
+
+
+DEEP_WRITES: dict[str, Write] = {
+    "episode metadata": lambda m, _: m.episodic.memorize(
+        MemoryItem(text="x", metadata={"a": nested(10_000)})
+    ),
+    "plan state": lambda m, _: m.plans.create(
+        Plan(plan_id="p", goal_event="g", state={"a": nested(10_000)})
+    ),
+    "session metadata": lambda m, _: m.sessions.create(
+        Session(session_id="s", metadata={"a": nested(10_000)})
+    ),
+    "entity properties": lambda m, _: m.graph.add_entity(
+        GraphEntity(name="n", entity_type="person", properties={"a": nested(10_000)})
+    ),
+    "shared state": lambda m, _: m.working.set("k", nested(10_000)),
+    "recall filter": lambda m, _: m.manager.recall(
+        engramdb.RecallQuery(query="x", metadata_filters={"a": nested(10_000)})
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(DEEP_WRITES))
+async def test_a_value_10000_deep_anywhere_is_a_typed_error(
+    plain_engine: Engine, where: str
+) -> None:
+    memory = plain_engine.scope(tenant="acme", user="alice", agent="helper", session="s-1")
+    before = await plain_engine.events.count()
+    with pytest.raises(ValidationError, match="nests deeper than 100"):
+        await DEEP_WRITES[where](memory, "")
+    assert await plain_engine.events.count() == before
