@@ -34,7 +34,12 @@ def _options() -> Any:
 _OPTIONS = _options()
 
 
-@lru_cache(maxsize=1024)
+#: Compiled patterns kept for the next recall: each may hold up to ``_MAX_PROGRAM_BYTES``
+#: (its program and the automata built while matching), so the cache is bounded in memory too.
+_CACHED = 128
+
+
+@lru_cache(maxsize=_CACHED)
 def _compiled(pattern: str) -> Any:
     return re2.compile(pattern, _OPTIONS)
 
