@@ -30,6 +30,7 @@ from engramdb.core.errors import (
     InvalidTraversalError,
     InvalidValueError,
     MigrationError,
+    ModelUnavailableError,
     NoProviderForTierError,
     NotFoundError,
     PartialRecallWarning,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
         MemoryItem,
         SummaryResult,
     )
+    from engramdb.core.retry import RetryPolicy
     from engramdb.core.scope import (
         Scope,
         ScopeFilter,
@@ -88,6 +90,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.rules import RuleExtractor
+    from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
         MemoryManager,
         ProviderFailure,
@@ -148,6 +153,7 @@ _LAZY: dict[str, str] = {
     "MemorizeResult": "engramdb.core.intent",
     "MemoryItem": "engramdb.core.intent",
     "SummaryResult": "engramdb.core.intent",
+    "RetryPolicy": "engramdb.core.retry",
     "Scope": "engramdb.core.scope",
     "ScopeFilter": "engramdb.core.scope",
     "MemoryEntry": "engramdb.core.types",
@@ -187,6 +193,11 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "engramdb.storage.sqlite",
     "SyncEngine": "engramdb.sync",
     "open_sync": "engramdb.sync",
+    "ExtractedItem": "engramdb.formation.types",
+    "Extractor": "engramdb.formation.types",
+    "IngestMessage": "engramdb.formation.ingest",
+    "IngestReport": "engramdb.formation.ingest",
+    "RuleExtractor": "engramdb.formation.rules",
 }
 
 
@@ -223,6 +234,8 @@ __all__ = [
     "EventQuery",
     "EventSourcedProvider",
     "EventStore",
+    "ExtractedItem",
+    "Extractor",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -230,6 +243,8 @@ __all__ = [
     "GraphPath",
     "GraphRelation",
     "GraphTraversal",
+    "IngestMessage",
+    "IngestReport",
     "InvalidKeyError",
     "InvalidPatternError",
     "InvalidScopeError",
@@ -250,6 +265,7 @@ __all__ = [
     "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
+    "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
     "PartialRecallWarning",
@@ -269,6 +285,8 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RetryPolicy",
+    "RuleExtractor",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -118,7 +119,11 @@ def _public(exc: EngramError) -> tuple[str, dict[str, Any]]:
 def error_response(exc: EngramError) -> JSONResponse:
     """The answer to an Engram error."""
     status = status_of(exc)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    wait = exc.details.get("retry_after_s")
+    if status == 503 and isinstance(wait, int | float) and not isinstance(wait, bool):
+        # A model server asked for a pause: pass its wait on to our own caller.
+        headers["Retry-After"] = str(max(0, math.ceil(wait)))
     message, details = _public(exc)
     body = ErrorBody(error=exc.code, message=message, details=jsonable_encoder(details))
     if status >= 500:
