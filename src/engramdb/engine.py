@@ -486,9 +486,11 @@ class Engine:
                 totals(phase, total)
 
         path = Path(source)
-        expected, events = count_rows(path)  # every line checked before anything is written
+        limit = self.config.max_value_bytes
+        # Every line is checked before anything is written: a bad one leaves the database empty.
+        expected, events = count_rows(path, limit)
         starts("append", events)
-        appended = await append_export(self.events, path, told("append"))
+        appended = await append_export(self.events, path, told("append"), limit)
         starts("rebuild", await self.events.count())
         await self.rebuild(told("rebuild"))
         vectors = 0

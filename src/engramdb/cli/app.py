@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 import warnings
@@ -191,6 +192,8 @@ def parse_meta(pairs: list[str]) -> dict[str, Any]:
             meta[name] = json.loads(raw)
         except json.JSONDecodeError:
             meta[name] = raw
+        except RecursionError:
+            raise ValidationError(f"metadata {name!r} is nested too deep") from None
     return meta
 
 
@@ -211,15 +214,10 @@ def add(
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         from engramdb.core.types import MemoryTier
+        from engramdb.core.validation import parse_json
 
-        if json_value:
-            try:
-                parsed: Any = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"VALUE is not valid JSON: {exc.msg}") from exc
-        else:
-            parsed = value
-        if ttl is not None and ttl <= 0:
+        parsed: Any = parse_json(value, what="VALUE") if json_value else value
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
             raise ValidationError("--ttl must be a positive number of seconds")
         ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         entry = await memory.manager.store(

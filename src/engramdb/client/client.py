@@ -8,6 +8,7 @@ answer was lost (a dropped connection, a 503) without writing twice.
 from __future__ import annotations
 
 import asyncio
+import json as json_module
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,12 @@ from pydantic import BaseModel
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
-from engramdb.core.errors import NotFoundError, PartialRecallWarning, VersionConflictError
+from engramdb.core.errors import (
+    InvalidValueError,
+    NotFoundError,
+    PartialRecallWarning,
+    VersionConflictError,
+)
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
 from engramdb.orchestrator.plans import Plan
@@ -135,10 +141,13 @@ class MemoryClient:
         if if_absent:
             headers["If-None-Match"] = "*"
         query = {k: v for k, v in (params or {}).items() if v is not None}
+        content = None if json is None else _body(json)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
         for attempt in range(self.retries + 1):
             try:
                 response = await self._http.request(
-                    method, path, json=json, params=query, headers=headers
+                    method, path, content=content, params=query, headers=headers
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:
@@ -570,3 +579,14 @@ class MemoryClient:
         """Events of the caller's tenant (or user) in log order after position ``after``."""
         params = {"after": after, "limit": limit, "event_type": event_types}
         return await self._call(EventPage, "GET", "/v1/events", params=params)
+
+
+def _body(data: Any) -> bytes:
+    """``data`` as a JSON body, or the ``InvalidValueError`` the service would answer: ASCII
+    escapes carry a lone surrogate to the service to be refused there, as in any language."""
+    try:
+        return json_module.dumps(data, allow_nan=False, separators=(",", ":")).encode()
+    except RecursionError:
+        raise InvalidValueError("the request body is nested too deep", field="body") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"the request body is not JSON: {exc}", field="body") from exc

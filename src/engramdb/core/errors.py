@@ -9,6 +9,7 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
     │   │   ├── InvalidScopeError
+    │   │   ├── InvalidPatternError a user pattern too long or outside the linear-time syntax
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
@@ -106,6 +107,14 @@ class InvalidScopeError(ValidationError):
     """A scope field is missing or malformed."""
 
     code = "invalid_scope"
+
+
+class InvalidPatternError(ValidationError):
+    """A user-supplied regular expression is longer than allowed, does not compile, or needs
+    what a linear-time engine cannot do (backreferences, lookaround). ``details``: ``pattern``
+    and ``reason``."""
+
+    code = "invalid_pattern"
 
 
 class RecallQueryError(ValidationError):

@@ -33,7 +33,7 @@ from engramdb.core.errors import (
 from engramdb.core.model import EngramModel
 from engramdb.core.scope import Level
 from engramdb.core.types import utc_now
-from engramdb.core.validation import validate_key
+from engramdb.core.validation import model_value, validate_key
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
 from engramdb.storage.records import Record, RecordQuery
@@ -131,7 +131,7 @@ class ResourceStore(Generic[M]):
         return found
 
     def _request(self, item: M, *, create: bool = False) -> WriteRequest:
-        value = item.model_dump(mode="json", exclude=set(STORE_FIELDS))
+        value = model_value(item, what=self.resource, exclude=set(STORE_FIELDS))
         metadata = {name: value[name] for name in self.indexed if value.get(name) is not None}
         resource_id = str(getattr(item, self.id_field))
         return WriteRequest(resource_id, value, self.content_type, metadata, create=create)

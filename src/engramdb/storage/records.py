@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engramdb.core.errors import ConflictError, NotFoundError, VersionConflictError
+from engramdb.core.errors import ConflictError, NotFoundError, ValidationError, VersionConflictError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Level, Scope, ScopeFilter
+from engramdb.core.validation import check_text
+
+#: The most rows a scan may skip or return (both databases count in 64-bit integers).
+MAX_ROWS = 2**62
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,22 @@ class RecordQuery:
     occurred_before: datetime | None = None
     limit: int | None = None
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        # Both databases count rows in 64-bit integers: a larger page is the caller's mistake.
+        for name, count in (("limit", self.limit), ("offset", self.offset)):
+            if count is not None and not 0 <= count <= MAX_ROWS:
+                raise ValidationError(
+                    f"{name} must be between 0 and {MAX_ROWS}, got {count}", **{name: str(count)}
+                )
+        # Refused here, for both backends alike: PostgreSQL cannot even send such a string.
+        for name, texts in (
+            ("prefix", () if self.prefix is None else (self.prefix,)),
+            ("keys", self.keys or ()),
+            ("text_any", self.text_any),
+        ):
+            for text in texts:
+                check_text(text, what=name)
 
 
 def as_filter(scope: Scope | ScopeFilter) -> ScopeFilter:

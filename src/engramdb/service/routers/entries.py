@@ -12,6 +12,7 @@ from engramdb.orchestrator.redaction import redact_entry
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
+from engramdb.service.errors import public_failure
 from engramdb.service.models import (
     Deleted,
     EntryIn,
@@ -117,5 +118,7 @@ async def recall(
     report = await caller.memory(engine).manager.recall_report(query, raw=raw)
     return RecallOut(
         results=report.results,
-        failed_providers=[FailedProvider.model_validate(f.to_dict()) for f in report.failures],
+        failed_providers=[
+            FailedProvider.model_validate(public_failure(f.to_dict())) for f in report.failures
+        ],
     )
