@@ -9,6 +9,8 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
     │   │   ├── InvalidScopeError
+    │   │   ├── UnsafePathError     a name would leave the memory-file folder
+    │   │   ├── MemoryFileError     a hand-edited memory file cannot be read
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
@@ -99,6 +101,19 @@ class InvalidScopeError(ValidationError):
     """A scope field is missing or malformed."""
 
     code = "invalid_scope"
+
+
+class UnsafePathError(ValidationError):
+    """A key, category or scope name would lead a memory file out of its folder (``..``, a
+    separator, an absolute path, a control, format or bidi character, a symlink)."""
+
+    code = "unsafe_path"
+
+
+class MemoryFileError(ValidationError):
+    """A memory file edited by hand cannot be read back (``details``: path and line)."""
+
+    code = "invalid_memory_file"
 
 
 class RecallQueryError(ValidationError):

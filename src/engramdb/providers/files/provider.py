@@ -1,0 +1,389 @@
+"""``FileMemoryProvider``: persistent memory a person can read and edit, as markdown files
+(the MemU-style provider of rfc-2001 §11 and rfc-2002 §6.3).
+
+The log is the truth and the files are a projection of it. The seed's sample writes the file
+first and appends the event afterwards (a crash between the two leaves a memory no log
+knows); here every write commits its record and its ``memory.written`` / ``memory.deleted``
+event in one transaction, exactly as ``EventSourcedProvider`` does, and only then rewrites the
+affected category files. If rewriting a file fails after the commit, the write still stands
+(it is acknowledged and in the log): the failure is logged, and the next write to that
+category, ``rescan()`` or ``rebuild()`` renders the file again from the records.
+
+A person may edit the files. ``rescan()`` compares each file with its baseline (the file as
+last rendered, kept in ``.engram/``), so a file that is merely behind the log (a failed
+render, another process's write) is not mistaken for an edit; each edited, added or removed
+block becomes a write or delete with its event, and the files are rendered again.
+
+Search, TTL, scoping and rebuild are the event-sourced provider's; keys, categories and the
+scope's tenant and user are additionally checked to be safe names (``names``) before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from engramdb.core.errors import EngramError, MemoryFileError
+from engramdb.core.events import ProducerRef
+from engramdb.core.scope import Scope
+from engramdb.core.types import MemoryEntry, MemoryTier, ProviderCapabilities, utc_now
+from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES, validate_key
+from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
+from engramdb.providers.files.folder import SUFFIX, Folder
+from engramdb.providers.files.markdown import Block, parse_file, render_file
+from engramdb.providers.files.names import check_key
+from engramdb.providers.files.store import FILE_LEVELS, FileStore, check_category
+from engramdb.providers.indexing import Indexer
+from engramdb.providers.projection import ProjectionSpec
+from engramdb.storage.backend import Backend
+from engramdb.storage.records import Record
+
+FILES_PROVIDER_ID = "files"
+FILES_SPEC = ProjectionSpec(FILES_PROVIDER_ID, FILE_LEVELS, vectors=True)
+
+log = logging.getLogger("engramdb.providers.files")
+
+
+@dataclass(frozen=True)
+class RescanReport:
+    """What a rescan found edited by hand and turned into events (keys, sorted)."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    #: Markdown files that are not a category (their name is not a content type), left alone.
+    ignored: list[str] = field(default_factory=list)
+
+    @property
+    def edits(self) -> int:
+        """How many memories the edits changed."""
+        return len(self.added) + len(self.changed) + len(self.removed)
+
+
+def record_block(record: Record) -> Block:
+    """The block a stored record is rendered as."""
+    info: dict[str, Any] = {
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat() if record.updated_at else None,
+        "occurred_at": record.occurred_at.isoformat() if record.occurred_at else None,
+        "expires_at": record.expires_at.isoformat() if record.expires_at else None,
+        "ttl_ms": record.ttl_ms,
+    }
+    return Block(record.key, record.value, record.metadata, info)
+
+
+def _occurred(block: Block) -> datetime | None:
+    text = block.info.get("occurred_at")
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(text))
+    except ValueError as exc:
+        raise MemoryFileError(f"occurred_at {text!r} is not an ISO time", key=block.key) from exc
+
+
+def _ttl(block: Block) -> Any:
+    return block.info.get("ttl_ms")
+
+
+def _same(block: Block, category: str, record: Record) -> bool:
+    """Whether ``block`` in ``category`` says what ``record`` holds."""
+    return (
+        record.content_type == category
+        and record.value == block.value
+        and record.metadata == block.metadata
+        and record.ttl_ms == _ttl(block)
+        and record.occurred_at == _occurred(block)
+    )
+
+
+def _edit(block: Block) -> tuple[Any, dict[str, Any], Any, Any]:
+    """What of a block a person's edit can change (times other than ``occurred_at`` are
+    informational)."""
+    return (block.value, block.metadata, _ttl(block), block.info.get("occurred_at"))
+
+
+class FileMemoryProvider(EventSourcedProvider):
+    """Persistent memory of one tenant/user, mirrored as one markdown file per category."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        scope: Scope | None,
+        files: FileStore,
+        *,
+        provider_id: str = FILES_PROVIDER_ID,
+        spec: ProjectionSpec | None = None,
+        indexer: Indexer | None = None,
+        producer: ProducerRef | None = None,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    ) -> None:
+        super().__init__(
+            backend,
+            scope,
+            provider_id=provider_id,
+            spec=spec or ProjectionSpec(provider_id, FILE_LEVELS, vectors=True),
+            indexer=indexer,
+            tier=MemoryTier.PERSISTENT,
+            producer=producer,
+            max_value_bytes=max_value_bytes,
+        )
+        self.files = files
+
+    def capabilities(self) -> ProviderCapabilities:
+        """Persistent, searchable; any content type (each is a file), the configured
+        categories first."""
+        return ProviderCapabilities(
+            provider_id=self.provider_id,
+            tier=self.tier,
+            supports_search=True,
+            content_types=[*self.files.categories, "*"],
+        )
+
+    # -- writes go through the folder --------------------------------------------------------
+
+    @asynccontextmanager
+    async def _changing(self, keys: Iterable[str] | None) -> AsyncIterator[Folder]:
+        """Lock this scope's folder (refusing an unsafe one before anything is written), take
+        in a person's pending edits (a broken file is left as it is, for ``rescan`` to
+        report), run the change, then render every category the changed ``keys`` were or now
+        are in (``None``: every category), and the edited files."""
+        parts = self.files.parts(self.scope)
+        async with self.files.folder(parts, create=True) as folder:
+            assert folder is not None
+            wanted = None if keys is None else tuple(keys)
+            _, edited, held = await self._take_in_edits(folder, strict=False)
+            before = await self._categories(wanted)
+            yield folder
+            after = await self._categories(wanted)
+            await self._render(folder, (before | after | edited) - held)
+
+    async def _take_in_edits(
+        self, folder: Folder, *, strict: bool
+    ) -> tuple[RescanReport, set[str], set[str]]:
+        """Apply the edits of files that differ from their baseline. Returns what was done,
+        the categories read and, when not ``strict`` and the edits could not be applied, the
+        edited categories to leave unrendered."""
+        texts, ignored = await asyncio.to_thread(_read_texts, folder)
+        dirty = {name for name, (text, base) in texts.items() if text != base}
+        if not dirty:
+            return RescanReport(ignored=ignored), set(), set()
+        try:
+            now = {n: _parse(text, n) for n, (text, _) in texts.items()}
+            then = {n: _parse(base, ".engram/" + n) for n, (_, base) in texts.items()}
+            report = await self._apply(now, then, ignored)
+        except EngramError:
+            if strict:
+                raise
+            log.warning("hand edits of %s not taken in; rescan reports why", self.scope.label())
+            return RescanReport(ignored=ignored), set(), dirty
+        return report, set(texts), set()
+
+    async def _categories(self, keys: tuple[str, ...] | None) -> set[str]:
+        if keys is None:
+            return set(await self._all_categories())
+        records = await self.backend.scan(self._query(keys=keys, hidden=None))
+        return {r.content_type for r in records}
+
+    async def _all_categories(self) -> list[str]:
+        records = await self.backend.scan(self._query(alive_at=utc_now()))
+        return sorted({*self.files.categories, *(r.content_type for r in records)})
+
+    async def _render(self, folder: Folder, categories: Iterable[str]) -> None:
+        texts: dict[str, str | None] = {}
+        for category in sorted(categories):
+            records = await self.backend.scan(
+                self._query(content_types=(category,), alive_at=utc_now())
+            )
+            blocks = [record_block(r) for r in sorted(records, key=lambda r: r.key)]
+            keep = blocks or category in self.files.categories
+            texts[category + SUFFIX] = render_file(category, blocks) if keep else None
+        try:
+            await asyncio.to_thread(_write_all, folder, texts)
+        except OSError:
+            # The records and their events are committed: the write stands, and the next
+            # render, rescan or rebuild brings the files level with the log again.
+            log.exception("memory files of %s not rendered", self.scope.label())
+
+    def _check(self, requests: Sequence[WriteRequest]) -> None:
+        for request in requests:
+            check_key(validate_key(request.key))
+            check_category(request.content_type)
+
+    async def write_many(self, requests: Sequence[WriteRequest]) -> list[MemoryEntry]:
+        """Store several entries and their events in one transaction, then render their
+        category files.
+
+        Raises:
+            UnsafePathError: a key, category, tenant or user could leave the folder, or the
+                folder is reached through a symlink (nothing is written).
+        """
+        self._check_writable()
+        self._check(requests)
+        async with self._changing(r.key for r in requests):
+            return await super().write_many(requests)
+
+    async def forget(
+        self, key: str, mode: Literal["soft", "hard"] = "soft", *, purge: bool = True
+    ) -> bool:
+        """Forget ``key`` (see ``EventSourcedProvider.forget``) and render its category."""
+        self._check_writable()
+        check_key(validate_key(key))
+        async with self._changing([key]):
+            return await super().forget(key, mode, purge=purge)
+
+    async def restore(self, key: str) -> bool:
+        """Restore a soft-forgotten ``key`` and render its category."""
+        self._check_writable()
+        check_key(validate_key(key))
+        async with self._changing([key]):
+            return await super().restore(key)
+
+    async def evict(self, keys: Sequence[str]) -> list[str]:
+        """Evict ``keys`` (each with ``memory.expired``) and render their categories."""
+        async with self._changing(keys):
+            return await super().evict(keys)
+
+    async def sweep_expired(self) -> list[str]:
+        """Remove expired entries and render the files without them."""
+        async with self._changing(None):
+            return await super().sweep_expired()
+
+    # -- hand edits ----------------------------------------------------------------------------
+
+    async def rescan(self) -> RescanReport:
+        """Turn the edits a person made to this scope's files into events.
+
+        A block added, changed (its text, its category file, or its engram line's metadata,
+        ``ttl_ms`` or ``occurred_at``) or removed since the file was last rendered becomes a
+        write or a delete; then every file is rendered again.
+
+        Raises:
+            MemoryFileError: a file cannot be read back (nothing is written; fix it and
+                rescan again).
+            UnsafePathError: the folder or a file is a symlink.
+        """
+        parts = self.files.parts(self.scope)
+        async with self.files.folder(parts, create=False) as folder:
+            if folder is None:
+                return RescanReport()
+            report, seen, _ = await self._take_in_edits(folder, strict=True)
+            await self._render(folder, {*await self._all_categories(), *seen})
+        return report
+
+    async def _apply(
+        self,
+        now: dict[str, list[Block]],
+        then: dict[str, list[Block]],
+        ignored: list[str],
+    ) -> RescanReport:
+        current, baseline = _by_key(now), _by_key(then)
+        edited = sorted(
+            key
+            for key in current.keys() | baseline.keys()
+            if _view(current.get(key)) != _view(baseline.get(key))
+        )
+        records = {
+            r.key: r
+            for r in await self.backend.scan(self._query(keys=tuple(edited), alive_at=utc_now()))
+        }
+        writes: list[WriteRequest] = []
+        removes: list[str] = []
+        for key in edited:
+            found, record = current.get(key), records.get(key)
+            if found is None:
+                if record is not None:
+                    removes.append(key)
+                continue
+            category, block = found
+            if record is None or not _same(block, category, record):
+                writes.append(
+                    WriteRequest(
+                        key, block.value, category, block.metadata, _ttl(block), _occurred(block)
+                    )
+                )
+        self._check(writes)
+        try:
+            if writes:
+                await EventSourcedProvider.write_many(self, writes)
+            for key in removes:
+                await EventSourcedProvider.forget(self, key, "hard", purge=False)
+        except EngramError as exc:
+            exc.details.setdefault("during", "rescan")
+            raise
+        return RescanReport(
+            added=[w.key for w in writes if w.key not in records],
+            changed=[w.key for w in writes if w.key in records],
+            removed=removes,
+            ignored=ignored,
+        )
+
+    async def render(self) -> None:
+        """Render every category file of this scope from the records (the log's state)."""
+        async with self._changing(None):
+            pass
+
+    async def rebuild(self) -> None:
+        """Take in hand edits (``rescan``), recompute the records from the log, and render
+        the files from them again."""
+        await self.rescan()
+        await super().rebuild()
+        await self.render()
+
+
+def _view(found: tuple[str, Block] | None) -> tuple[Any, ...] | None:
+    """What of a block (and its category) a person's edit can change."""
+    return None if found is None else (found[0], *_edit(found[1]))
+
+
+def _by_key(files: dict[str, list[Block]]) -> dict[str, tuple[str, Block]]:
+    found: dict[str, tuple[str, Block]] = {}
+    for category, blocks in sorted(files.items()):
+        for block in blocks:
+            if block.key in found:
+                raise MemoryFileError(
+                    f"key {block.key!r} is in both {found[block.key][0]}{SUFFIX} and "
+                    f"{category}{SUFFIX}",
+                    key=block.key,
+                )
+            found[block.key] = (category, block)
+    return found
+
+
+def _parse(text: str | None, name: str) -> list[Block]:
+    return [] if text is None else parse_file(text, name + SUFFIX)
+
+
+def _read_texts(
+    folder: Folder,
+) -> tuple[dict[str, tuple[str | None, str | None]], list[str]]:
+    """Every category file's text as it is now and as last rendered (``None``: no such
+    file), and the markdown files that are no category."""
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    ignored: list[str] = []
+    for name in sorted({*folder.names(), *folder.names(baseline=True)}):
+        try:
+            check_category(name)
+        except EngramError:
+            ignored.append(name + SUFFIX)
+            continue
+        texts[name] = (folder.read(name + SUFFIX), folder.read(name + SUFFIX, baseline=True))
+    return texts, ignored
+
+
+def _write_all(folder: Folder, texts: dict[str, str | None]) -> None:
+    # The visible file first: a crash between the two leaves a file ahead of its baseline,
+    # which a rescan reads as an edit equal to the records, and so changes nothing.
+    for name, text in texts.items():
+        if text is None:
+            folder.remove(name)
+            folder.remove(name, baseline=True)
+        else:
+            folder.write(name, text)
+            folder.write(name, text, baseline=True)
