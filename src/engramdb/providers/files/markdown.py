@@ -126,7 +126,7 @@ def parse_file(text: str, path: str = "") -> list[Block]:
     starts = [n for n, line in enumerate(lines) if line.startswith(HEADING)]
     blocks: list[Block] = []
     seen: set[str] = set()
-    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=False):
         key = lines[start][len(HEADING) :].strip()
         where = {"path": path, "line": start + 1, "key": key}
         if not key:

@@ -168,12 +168,14 @@ class FileMemoryProvider(EventSourcedProvider):
         self, folder: Folder, *, strict: bool
     ) -> tuple[RescanReport, set[str], set[str]]:
         """Apply the edits of files that differ from their baseline. Returns what was done,
-        the categories read and, when not ``strict`` and the edits could not be applied, the
-        edited categories to leave unrendered."""
+        the categories to render (the edited ones and configured ones without a file) and,
+        when not ``strict`` and the edits could not be applied, the edited categories to
+        leave unrendered."""
         texts, ignored = await asyncio.to_thread(_read_texts, folder)
+        missing = {c for c in self.files.categories if texts.get(c, (None, None))[0] is None}
         dirty = {name for name, (text, base) in texts.items() if text != base}
         if not dirty:
-            return RescanReport(ignored=ignored), set(), set()
+            return RescanReport(ignored=ignored), missing, set()
         try:
             now = {n: _parse(text, n) for n, (text, _) in texts.items()}
             then = {n: _parse(base, ".engram/" + n) for n, (_, base) in texts.items()}
@@ -182,8 +184,8 @@ class FileMemoryProvider(EventSourcedProvider):
             if strict:
                 raise
             log.warning("hand edits of %s not taken in; rescan reports why", self.scope.label())
-            return RescanReport(ignored=ignored), set(), dirty
-        return report, set(texts), set()
+            return RescanReport(ignored=ignored), missing - dirty, dirty
+        return report, missing | dirty, set()
 
     async def _categories(self, keys: tuple[str, ...] | None) -> set[str]:
         if keys is None:
