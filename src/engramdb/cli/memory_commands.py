@@ -22,18 +22,15 @@ from engramdb.core.errors import UsageError
 if TYPE_CHECKING:
     from engramdb.core.intent import MemoryItem
     from engramdb.engine import Engine, ScopedMemory
-    from engramdb.orchestrator.plugin import StoredMemoryType
+    from engramdb.orchestrator.plugin import MemoryPlugin
     from engramdb.orchestrator.trace import TurnTraced
 
 
-class TypeChoice(StrEnum):
-    """The memory types."""
+def _type_names() -> list[str]:
+    """Every registered memory type (built-ins, file categories, installed types)."""
+    from engramdb.orchestrator.memory_types import default_registry
 
-    working = "working"
-    episodic = "episodic"
-    semantic = "semantic"
-    procedural = "procedural"
-    conversation = "conversation"
+    return default_registry().names()
 
 
 class ForgetMode(StrEnum):
@@ -43,12 +40,21 @@ class ForgetMode(StrEnum):
     hard = "hard"
 
 
-TypeOption = Annotated[TypeChoice, typer.Option("--type", "-t", help="Memory type.")]
+if TYPE_CHECKING:
+    TypeChoice = str
+else:
+    # An enum of the registered names, so the help lists them as choices like other options.
+    TypeChoice = StrEnum("TypeChoice", {name: name for name in _type_names()})
+
+DEFAULT_TYPE = TypeChoice("episodic")
+TypeOption = Annotated[
+    TypeChoice,
+    typer.Option("--type", "-t", help="Memory type (file categories need --files)."),
+]
 
 
-def _plugin(memory: ScopedMemory, choice: TypeChoice) -> StoredMemoryType:
-    plugin: StoredMemoryType = getattr(memory, choice.value)
-    return plugin
+def _plugin(memory: ScopedMemory, name: str) -> MemoryPlugin:
+    return memory.memory_type(str(name))
 
 
 def _items_table(items: list[MemoryItem], title: str) -> Table:
@@ -99,7 +105,7 @@ def register(app: typer.Typer) -> None:
     def memorize(
         ctx: typer.Context,
         text: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = DEFAULT_TYPE,
         role: Annotated[str | None, typer.Option(help="Who said it (user, assistant).")] = None,
         key: Annotated[
             str | None, typer.Option(help="Semantic key (semantic, procedural).")
@@ -129,7 +135,7 @@ def register(app: typer.Typer) -> None:
     def remember(
         ctx: typer.Context,
         prompt: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = DEFAULT_TYPE,
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
         as_json: JsonFlag = False,
     ) -> None:
@@ -148,7 +154,7 @@ def register(app: typer.Typer) -> None:
     def forget(
         ctx: typer.Context,
         instruction: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = DEFAULT_TYPE,
         mode: Annotated[
             ForgetMode, typer.Option(help="soft (hidden, restorable) or hard (removed).")
         ] = ForgetMode.soft,
@@ -173,7 +179,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def summarize(
         ctx: typer.Context,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = DEFAULT_TYPE,
         scope: Annotated[str, typer.Option(help="all, recent, important, by_tag:<tag>.")] = "all",
         tokens: Annotated[int, typer.Option(min=1, help="Token limit.")] = 300,
         as_json: JsonFlag = False,
@@ -193,8 +199,29 @@ def register(app: typer.Typer) -> None:
         run(ctx, work, as_json)
 
     @app.command()
+    def rescan(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+        """Turn the edits a person made to the scope's memory files into events (--files)."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            if memory.files is None:
+                raise UsageError("rescan needs the memory files: give --files FOLDER")
+            report = await memory.files.rescan()
+            if ctx.obj.as_json:
+                render.emit_json(asdict(report))
+                return
+            for change in ("added", "changed", "removed"):
+                keys = getattr(report, change)
+                render.out.print(f"{change:8} {len(keys)}  {', '.join(keys)}".rstrip())
+            if report.ignored:
+                render.out.print(f"ignored  {', '.join(report.ignored)} (not a category name)")
+
+        run(ctx, work, as_json)
+
+    @app.command()
     def capacity(
-        ctx: typer.Context, memory_type: TypeOption = TypeChoice.episodic, as_json: JsonFlag = False
+        ctx: typer.Context,
+        memory_type: TypeOption = DEFAULT_TYPE,
+        as_json: JsonFlag = False,
     ) -> None:
         """Items, tokens, limits and eviction policy of a memory type."""
 
