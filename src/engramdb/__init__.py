@@ -28,6 +28,7 @@ from engramdb.core.errors import (
     InvalidScopeError,
     InvalidTraversalError,
     InvalidValueError,
+    MemoryFileError,
     MigrationError,
     NoProviderForTierError,
     NotFoundError,
@@ -41,6 +42,7 @@ from engramdb.core.errors import (
     StaleVectorsError,
     StaleVectorsWarning,
     StorageError,
+    UnsafePathError,
     UnsupportedTargetError,
     UsageError,
     ValidationError,
@@ -93,10 +95,16 @@ if TYPE_CHECKING:
         RecallReport,
     )
     from engramdb.manager.registry import ProviderRegistry
+    from engramdb.orchestrator.memory_types import (
+        MemoryType,
+        MemoryTypeRegistry,
+        register_memory_type,
+    )
     from engramdb.orchestrator.plugin import TypeLimits
     from engramdb.orchestrator.type_limits import MemoryTypeLimits
     from engramdb.providers.base import MemoryProvider
     from engramdb.providers.event_sourced import EventSourcedProvider
+    from engramdb.providers.files import FileMemoryProvider, FileStore, RescanReport
     from engramdb.providers.graph import (
         EntityType,
         GraphEntity,
@@ -164,10 +172,16 @@ _LAZY: dict[str, str] = {
     "ProviderFailure": "engramdb.manager.manager",
     "RecallReport": "engramdb.manager.manager",
     "ProviderRegistry": "engramdb.manager.registry",
+    "MemoryType": "engramdb.orchestrator.memory_types",
+    "MemoryTypeRegistry": "engramdb.orchestrator.memory_types",
+    "register_memory_type": "engramdb.orchestrator.memory_types",
     "TypeLimits": "engramdb.orchestrator.plugin",
     "MemoryTypeLimits": "engramdb.orchestrator.type_limits",
     "MemoryProvider": "engramdb.providers.base",
     "EventSourcedProvider": "engramdb.providers.event_sourced",
+    "FileMemoryProvider": "engramdb.providers.files",
+    "FileStore": "engramdb.providers.files",
+    "RescanReport": "engramdb.providers.files",
     "EntityType": "engramdb.providers.graph",
     "GraphEntity": "engramdb.providers.graph",
     "GraphMemoryProvider": "engramdb.providers.graph",
@@ -222,6 +236,8 @@ __all__ = [
     "EventQuery",
     "EventSourcedProvider",
     "EventStore",
+    "FileMemoryProvider",
+    "FileStore",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -237,6 +253,7 @@ __all__ = [
     "MemoryDeleted",
     "MemoryEntry",
     "MemoryExpired",
+    "MemoryFileError",
     "MemoryIndexed",
     "MemoryInvalidated",
     "MemoryItem",
@@ -245,7 +262,9 @@ __all__ = [
     "MemoryProvider",
     "MemoryProviderRegistered",
     "MemoryTier",
+    "MemoryType",
     "MemoryTypeLimits",
+    "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
     "NoProviderForTierError",
@@ -267,6 +286,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RescanReport",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",
@@ -279,6 +299,7 @@ __all__ = [
     "TraceContext",
     "TraversalPattern",
     "TypeLimits",
+    "UnsafePathError",
     "UnsupportedTargetError",
     "UsageError",
     "ValidationError",
@@ -290,4 +311,5 @@ __all__ = [
     "open",
     "open_sync",
     "register_backend",
+    "register_memory_type",
 ]

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from engramdb.core.events import new_id
 from engramdb.core.intent import MemoryItem
+from engramdb.orchestrator.forget_grammar import FORGET_KEYWORDS
 from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, require_item
 from engramdb.providers.event_sourced import WriteRequest
 from engramdb.providers.files import FileMemoryProvider
@@ -24,19 +25,8 @@ class FileCategoryMemory(StoredMemoryType):
     """The items of one category file of a scope (``name`` is the category)."""
 
     name: ClassVar[str] = "files"
-    supported_forget: ClassVar[frozenset[str]] = frozenset(
-        {
-            "id",
-            "key",
-            "oldest",
-            "least important",
-            "before",
-            "older than",
-            "matching",
-            "fade",
-            "all",
-        }
-    )
+    # Items carry no conversation turn; every other form applies.
+    supported_forget: ClassVar[frozenset[str]] = frozenset(FORGET_KEYWORDS) - {"before turn"}
     eviction_policy: ClassVar[str] = "oldest first"
 
     def __init__(self, provider: FileMemoryProvider, limits: TypeLimits | None = None) -> None:

@@ -58,7 +58,10 @@ _ITEM_FIELDS = ("text", "role", "speaker", "kind", "tags", "importance", "key", 
 class MemoryPlugin(Protocol):
     """The intent interface of a memory type."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The memory type's name (a class attribute of the built-in types)."""
+        ...
 
     async def memorize(self, item: MemoryItem) -> MemorizeResult:
         """Store ``item`` the way this type stores things."""
