@@ -369,12 +369,14 @@ class Engine:
 
     def _forget_cached(self, scopes: ScopeFilter) -> None:
         """Drop what this process holds of ``scopes`` after their records were deleted: the
-        vector indexes and working graphs (all of them; they reload on use) and the
-        in-process working memory of those scopes."""
+        vector indexes and working graphs (all of them; they reload on use), the
+        in-process working memory and the memory files of those scopes."""
         self.indexer.forget_all()
         self.graphs.drop()
         for scope in [s for s in self.working_store.partitions if scopes.matches(s)]:
             del self.working_store.partitions[scope]
+        if self.files is not None:
+            self.files.erase(scopes.matches)
 
     async def _start(self) -> None:
         await self.registry.refresh()

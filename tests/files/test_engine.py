@@ -3,6 +3,7 @@ categories and any registered memory type taking part in assemble, rebuild regen
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import engramdb
 from engramdb.core.errors import ConflictError, NotFoundError
 from engramdb.core.intent import MemoryItem
+from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier, RecallQuery, RecallScope
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
@@ -193,3 +195,41 @@ def test_the_blocking_api_covers_the_memory_files(tmp_path: Path) -> None:
         assert files.rescan().changed == ["city"]
         engram.render_files()
         assert engram.file_provider(mem.scope).read("city") is not None
+
+
+async def test_erasing_a_user_or_a_tenant_removes_their_files(engine: Engine) -> None:
+    for user in ("alice", "bob"):
+        await engine.scope(tenant="acme", user=user).manager.store(
+            "user.city", f"{user}'s city", content_type="profile", provider_id="files"
+        )
+    await engine.scope(tenant="acme").manager.store("rule", "be kind", provider_id="files")
+    await engine.scope(tenant="globex", user="carol").manager.store(
+        "k", "carol's", provider_id="files"
+    )
+    assert engine.files is not None
+    await engine.tenancy.delete_user("acme", "alice")
+    assert engine.files.scopes() == [
+        Scope(tenant="acme"),
+        Scope(tenant="acme", user="bob"),
+        Scope(tenant="globex", user="carol"),
+    ]
+    assert not folder(engine).exists()
+    await engine.tenancy.ensure_tenant("acme")
+    await engine.tenancy.delete_tenant("acme")
+    assert engine.files.scopes() == [Scope(tenant="globex", user="carol")]
+    await engine.rebuild()
+    assert engine.files.scopes() == [Scope(tenant="globex", user="carol")]
+
+
+async def test_concurrent_writes_all_reach_the_file(engine: Engine) -> None:
+    mem = engine.scope(tenant="acme", user="alice")
+    files = mem.files
+    assert files is not None
+    await asyncio.gather(
+        *(files.write(f"note.{n:02}", f"note number {n}", content_type="event") for n in range(20))
+    )
+    text = (folder(engine) / "event.md").read_text()
+    assert [line for line in text.split("\n") if line.startswith("## ")] == [
+        f"## note.{n:02}" for n in range(20)
+    ]
+    assert (await files.rescan()).edits == 0

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Sequence
+import shutil
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from engramdb.core.errors import InvalidScopeError
 from engramdb.core.scope import Level, Scope
 from engramdb.core.validation import validate_content_type
 from engramdb.providers.files.folder import Folder, open_folder
@@ -71,21 +73,47 @@ class FileStore:
 
     def scopes(self) -> list[Scope]:
         """Every scope that has a folder under the root (folders that could not have been
-        written by a provider are skipped)."""
-        found: list[Scope] = []
-        if not self.root.is_dir():
-            return found
-        for tenant in sorted(os.listdir(self.root)):
+        written by a provider, symlinks among them, are skipped)."""
+        return [scope for scope, _ in self._folders()]
+
+    def _folders(self) -> list[tuple[Scope, Path]]:
+        found: list[tuple[Scope, Path]] = []
+        for tenant in _plain_folders(self.root):
             base = self.root / tenant
-            if tenant.startswith(".") or base.is_symlink() or not base.is_dir():
-                continue
-            if (base / SHARED).is_dir() and not (base / SHARED).is_symlink():
-                found.append(Scope(tenant=tenant))
-            users = base / USERS
-            if users.is_dir() and not users.is_symlink():
+            found += (
+                [(Scope(tenant=tenant), base / SHARED)] if SHARED in _plain_folders(base) else []
+            )
+            if USERS in _plain_folders(base):
                 found += [
-                    Scope(tenant=tenant, user=user)
-                    for user in sorted(os.listdir(users))
-                    if not user.startswith(".") and (users / user).is_dir()
+                    (Scope(tenant=tenant, user=user), base / USERS / user)
+                    for user in _plain_folders(base / USERS)
                 ]
         return found
+
+    def erase(self, chosen: Callable[[Scope], bool]) -> None:
+        """Delete the folders of the ``chosen`` scopes, files and baselines alike (their
+        records are gone: a user erased, a tenant deleted)."""
+        for scope, path in self._folders():
+            if chosen(scope):
+                # rmtree works through descriptors here and never follows a symlink.
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _plain_folders(path: Path) -> list[str]:
+    """The names of the folders in ``path`` that a provider could have made (not symlinks,
+    not dot-folders, valid scope fields), sorted."""
+    try:
+        names = sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        entry = path / name
+        if name.startswith(".") or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            Scope(tenant=name)
+        except InvalidScopeError:
+            continue
+        found.append(name)
+    return found
