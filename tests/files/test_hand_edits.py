@@ -165,3 +165,13 @@ async def test_a_key_written_in_two_files_is_refused(files: Files) -> None:
     event.write_text(event.read_text() + "## user.city\n\nLondon\n")
     with pytest.raises(MemoryFileError, match="both"):
         await files.provider.rescan()
+
+
+async def test_an_unreadable_baseline_reads_as_empty(files: Files) -> None:
+    await seed(files)
+    (files.folder / ".engram" / "profile.md").write_text("## k\n<!-- engram {broken -->\n")
+    profile = files.folder / "profile.md"
+    profile.write_text(profile.read_text().replace("\nLisbon\n", "\nPorto\n"))
+    report = await files.provider.rescan()
+    assert (report.added, report.changed, report.removed) == ([], ["user.city"], [])
+    assert (await files.provider.rescan()).edits == 0

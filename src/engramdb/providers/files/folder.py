@@ -82,7 +82,15 @@ class Folder:
             return handle.read().decode("utf-8", errors="replace")
 
     def write(self, name: str, text: str, *, baseline: bool = False) -> None:
-        """Replace file ``name`` with ``text`` atomically (temp file, fsync, rename)."""
+        """Replace file ``name`` with ``text`` atomically (temp file, fsync, rename, fsync of
+        the folder).
+
+        A baseline is replaced atomically but not synced: written after its file was made
+        durable, it can only be lost or left behind by a crash, never get ahead of the file,
+        and a baseline behind its file makes a rescan see edits equal to the records, which
+        change nothing (an unreadable one reads as empty).
+        """
+        durable = not baseline
         folder = self._dir(baseline)
         temporary = f".{name}.{uuid.uuid4().hex}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -90,14 +98,16 @@ class Folder:
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
             os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary, dir_fd=folder)
             raise
-        os.fsync(folder)
+        if durable:
+            os.fsync(folder)
 
     def remove(self, name: str, *, baseline: bool = False) -> None:
         """Delete file ``name`` if it exists."""

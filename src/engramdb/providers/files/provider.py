@@ -178,7 +178,7 @@ class FileMemoryProvider(EventSourcedProvider):
             return RescanReport(ignored=ignored), missing, set()
         try:
             now = {n: _parse(text, n) for n, (text, _) in texts.items()}
-            then = {n: _parse(base, ".engram/" + n) for n, (_, base) in texts.items()}
+            then = {n: _baseline(base, n) for n, (_, base) in texts.items()}
             report = await self._apply(now, then, ignored)
         except EngramError:
             if strict:
@@ -360,6 +360,17 @@ def _by_key(files: dict[str, list[Block]]) -> dict[str, tuple[str, Block]]:
 
 def _parse(text: str | None, name: str) -> list[Block]:
     return [] if text is None else parse_file(text, name + SUFFIX)
+
+
+def _baseline(text: str | None, name: str) -> list[Block]:
+    """The blocks of a baseline; one a crash left unreadable reads as empty (the file's
+    blocks then count as added and are compared with the records: only a removal made since
+    that render goes unnoticed, and its block is rendered again)."""
+    try:
+        return _parse(text, name)
+    except MemoryFileError:
+        log.warning("the baseline of %s%s is unreadable; read as empty", name, SUFFIX)
+        return []
 
 
 def _read_texts(
