@@ -26,11 +26,24 @@ if TYPE_CHECKING:
     from engramdb.orchestrator.trace import TurnTraced
 
 
-def _type_names() -> list[str]:
-    """Every registered memory type (built-ins, file categories, installed types)."""
+def _builtin_type_names() -> list[str]:
+    """The built-in memory types and file categories (cheap: no installed package is read)."""
+    from engramdb.orchestrator.builtin_types import register_builtins
+    from engramdb.orchestrator.memory_types import MemoryTypeRegistry
+
+    registry = MemoryTypeRegistry()
+    register_builtins(registry)
+    return registry.names()
+
+
+def _known_type(name: str) -> str:
+    # Installed types are looked up only when a command runs, not for every start-up.
     from engramdb.orchestrator.memory_types import default_registry
 
-    return default_registry().names()
+    names = default_registry().names()
+    if name not in names:
+        raise typer.BadParameter(f"{name!r} is not one of {', '.join(names)}")
+    return name
 
 
 class ForgetMode(StrEnum):
@@ -40,21 +53,20 @@ class ForgetMode(StrEnum):
     hard = "hard"
 
 
-if TYPE_CHECKING:
-    TypeChoice = str
-else:
-    # An enum of the registered names, so the help lists them as choices like other options.
-    TypeChoice = StrEnum("TypeChoice", {name: name for name in _type_names()})
-
-DEFAULT_TYPE = TypeChoice("episodic")
 TypeOption = Annotated[
-    TypeChoice,
-    typer.Option("--type", "-t", help="Memory type (file categories need --files)."),
+    str,
+    typer.Option(
+        "--type",
+        "-t",
+        metavar="[" + "|".join(_builtin_type_names()) + "|…]",
+        help="Memory type (file categories need --files; installed types are accepted too).",
+        callback=_known_type,
+    ),
 ]
 
 
 def _plugin(memory: ScopedMemory, name: str) -> MemoryPlugin:
-    return memory.memory_type(str(name))
+    return memory.memory_type(name)
 
 
 def _items_table(items: list[MemoryItem], title: str) -> Table:
@@ -105,7 +117,7 @@ def register(app: typer.Typer) -> None:
     def memorize(
         ctx: typer.Context,
         text: str,
-        memory_type: TypeOption = DEFAULT_TYPE,
+        memory_type: TypeOption = "episodic",
         role: Annotated[str | None, typer.Option(help="Who said it (user, assistant).")] = None,
         key: Annotated[
             str | None, typer.Option(help="Semantic key (semantic, procedural).")
@@ -135,7 +147,7 @@ def register(app: typer.Typer) -> None:
     def remember(
         ctx: typer.Context,
         prompt: str,
-        memory_type: TypeOption = DEFAULT_TYPE,
+        memory_type: TypeOption = "episodic",
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
         as_json: JsonFlag = False,
     ) -> None:
@@ -154,7 +166,7 @@ def register(app: typer.Typer) -> None:
     def forget(
         ctx: typer.Context,
         instruction: str,
-        memory_type: TypeOption = DEFAULT_TYPE,
+        memory_type: TypeOption = "episodic",
         mode: Annotated[
             ForgetMode, typer.Option(help="soft (hidden, restorable) or hard (removed).")
         ] = ForgetMode.soft,
@@ -179,7 +191,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def summarize(
         ctx: typer.Context,
-        memory_type: TypeOption = DEFAULT_TYPE,
+        memory_type: TypeOption = "episodic",
         scope: Annotated[str, typer.Option(help="all, recent, important, by_tag:<tag>.")] = "all",
         tokens: Annotated[int, typer.Option(min=1, help="Token limit.")] = 300,
         as_json: JsonFlag = False,
@@ -220,7 +232,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def capacity(
         ctx: typer.Context,
-        memory_type: TypeOption = DEFAULT_TYPE,
+        memory_type: TypeOption = "episodic",
         as_json: JsonFlag = False,
     ) -> None:
         """Items, tokens, limits and eviction policy of a memory type."""

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from engramdb.core.errors import EngramError, MemoryFileError
-from engramdb.core.events import ProducerRef
+from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryEntry, MemoryTier, ProviderCapabilities, utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES, validate_key
@@ -42,7 +42,7 @@ from engramdb.providers.files.store import FILE_LEVELS, FileStore, check_categor
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
-from engramdb.storage.records import Record
+from engramdb.storage.records import Delete, Record
 
 FILES_PROVIDER_ID = "files"
 FILES_SPEC = ProjectionSpec(FILES_PROVIDER_ID, FILE_LEVELS, vectors=True)
@@ -314,8 +314,7 @@ class FileMemoryProvider(EventSourcedProvider):
         try:
             if writes:
                 await EventSourcedProvider.write_many(self, writes)
-            for key in removes:
-                await EventSourcedProvider.forget(self, key, "hard", purge=False)
+            await self._remove(removes, records)
         except EngramError as exc:
             exc.details.setdefault("during", "rescan")
             raise
@@ -324,6 +323,27 @@ class FileMemoryProvider(EventSourcedProvider):
             changed=[w.key for w in writes if w.key in records],
             removed=removes,
             ignored=ignored,
+        )
+
+    async def _remove(self, keys: list[str], records: dict[str, Record]) -> None:
+        """Delete ``keys`` (blocks a person removed) with a ``memory.deleted`` each, in one
+        transaction; their history stays in the log, as with ``delete``."""
+        if not keys:
+            return
+        trace = TraceContext()
+        events = [
+            self._envelope(
+                MemoryDeleted(key=key, provider_id=self.provider_id, mode="hard"), trace=trace
+            )
+            for key in keys
+        ]
+        await self.backend.commit(
+            [Delete(self.provider_id, self.partition, key) for key in keys], events
+        )
+        self.indexer.removed(
+            self.provider_id,
+            self.partition,
+            [row for key in keys if (row := records[key].id) is not None],
         )
 
     async def render(self) -> None:
