@@ -175,3 +175,14 @@ async def test_an_unreadable_baseline_reads_as_empty(files: Files) -> None:
     report = await files.provider.rescan()
     assert (report.added, report.changed, report.removed) == ([], ["user.city"], [])
     assert (await files.provider.rescan()).edits == 0
+
+
+async def test_a_folder_removed_whole_is_rendered_again_by_rescan(files: Files) -> None:
+    await seed(files)
+    rendered = snapshot(files.folder)
+    shutil.rmtree(files.folder)
+    assert (await files.provider.rescan()).edits == 0
+    assert snapshot(files.folder) == rendered
+    empty = files.make(ALICE.model_copy(update={"user": "nobody"}))
+    assert (await empty.rescan()).edits == 0
+    assert not files.store.path(empty.scope).exists()

@@ -272,7 +272,10 @@ class FileMemoryProvider(EventSourcedProvider):
             UnsafePathError: the folder or a file is a symlink.
         """
         parts = self.files.parts(self.scope)
-        async with self.files.folder(parts, create=False) as folder:
+        # A folder removed whole (baselines too) holds no edits: it is rendered again when
+        # there is anything to render, and not made for a scope that holds nothing.
+        stored = await self.backend.count(self._query(alive_at=utc_now()))
+        async with self.files.folder(parts, create=stored > 0) as folder:
             if folder is None:
                 return RescanReport()
             report, seen, _ = await self._take_in_edits(folder, strict=True)
