@@ -120,3 +120,25 @@ async def test_other_scopes_get_their_own_folders(files: Files) -> None:
     ]
     assert files.folder == root / "acme/users/alice"
     assert ALICE.narrow(("tenant", "user")) in files.store.scopes()
+
+
+async def test_a_fifo_or_a_symlinked_state_folder_is_refused(files: Files, tmp_path: Path) -> None:
+    await files.provider.write("user.city", "Lisbon", content_type="profile")
+    profile = files.folder / "profile.md"
+    profile.unlink()
+    os.mkfifo(profile)
+    await refused(
+        files, files.provider.write("user.age", 41, content_type="profile"), UnsafePathError
+    )
+    profile.unlink()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = files.folder / ".engram"
+    for entry in state.iterdir():
+        entry.unlink()
+    state.rmdir()
+    os.symlink(outside, state)
+    await refused(
+        files, files.provider.write("user.age", 41, content_type="profile"), UnsafePathError
+    )
+    assert list(outside.iterdir()) == []

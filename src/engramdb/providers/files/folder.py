@@ -67,9 +67,9 @@ class Folder:
     def read(self, name: str, *, baseline: bool = False) -> str | None:
         """The text of file ``name`` (or of its baseline), ``None`` if there is none."""
         try:
-            fd = os.open(
-                name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir(baseline)
-            )
+            # O_NONBLOCK: a FIFO planted under a category's name must not hang the read.
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(name, flags, dir_fd=self._dir(baseline))
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -150,9 +150,13 @@ def open_folder(root: Path, parts: Sequence[str], *, create: bool) -> Folder | N
                 return None
             current = opened
         state = current
-        lock = os.open(
-            "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=state
-        )
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            lock = os.open("lock", flags, 0o644, dir_fd=state)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refused("lock", exc) from exc
+            raise
         fcntl.flock(lock, fcntl.LOCK_EX)
         folder_fd = os.open("..", _DIR_FLAGS, dir_fd=state)
     except BaseException:
