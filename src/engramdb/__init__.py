@@ -89,6 +89,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.rules import RuleExtractor
+    from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
         MemoryManager,
         ProviderFailure,
@@ -200,6 +203,11 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "engramdb.storage.sqlite",
     "SyncEngine": "engramdb.sync",
     "open_sync": "engramdb.sync",
+    "ExtractedItem": "engramdb.formation.types",
+    "Extractor": "engramdb.formation.types",
+    "IngestMessage": "engramdb.formation.ingest",
+    "IngestReport": "engramdb.formation.ingest",
+    "RuleExtractor": "engramdb.formation.rules",
 }
 
 
@@ -236,6 +244,8 @@ __all__ = [
     "EventQuery",
     "EventSourcedProvider",
     "EventStore",
+    "ExtractedItem",
+    "Extractor",
     "FileMemoryProvider",
     "FileStore",
     "ForgetResult",
@@ -245,6 +255,8 @@ __all__ = [
     "GraphPath",
     "GraphRelation",
     "GraphTraversal",
+    "IngestMessage",
+    "IngestReport",
     "InvalidKeyError",
     "InvalidScopeError",
     "InvalidTraversalError",
@@ -287,6 +299,7 @@ __all__ = [
     "RelationNotFoundError",
     "RelationType",
     "RescanReport",
+    "RuleExtractor",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",

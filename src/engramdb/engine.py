@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -23,6 +23,9 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.ingest import IngestMessage, IngestReport
+from engramdb.formation.ingest import ingest as ingest_messages
+from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
@@ -205,6 +208,7 @@ class ScopedMemory:
         self.redaction = engine.config.redaction
         for plugin in self.types():
             plugin.llm = engine.llm
+            plugin.redaction = self.redaction
         self.graph = GraphMemoryProvider(
             engine.backend,
             scope,
@@ -220,6 +224,7 @@ class ScopedMemory:
             registry=engine.registry,
             session=scope.session,
             recall_timeout_s=engine.config.recall_timeout_s,
+            redaction=self.redaction,
         )
 
     @property
@@ -264,8 +269,9 @@ class ScopedMemory:
         """
         if name not in self._plugins:
             plugin = self.engine.memory_types.get(name).build(self)
-            if isinstance(plugin, StoredMemoryType) and plugin.llm is None:
-                plugin.llm = self.engine.llm
+            if isinstance(plugin, StoredMemoryType):
+                plugin.llm = plugin.llm or self.engine.llm
+                plugin.redaction = self.redaction
             self._plugins[name] = plugin
         return self._plugins[name]
 
@@ -301,6 +307,7 @@ class ScopedMemory:
         await self.engine.indexer.warm()  # loading the model is not the turn's time budget
         registry = self.engine.memory_types
         # Every registered type this engine offers takes part; a budget's own shares win.
+        # Lookups read raw: assemble redacts every item itself, and counts what it redacted.
         chosen = replace(chosen, shares={**registry.shares(), **chosen.shares})
         lookups: list[tuple[str, Lookup]] = [
             (kind.name, partial(kind.lookup, plugin, prompt, k, now))
@@ -315,6 +322,36 @@ class ScopedMemory:
             scope=self.scope,
             events=self.engine.events,
             headings=registry.headings(),
+        )
+
+    async def ingest(
+        self,
+        messages: Sequence[IngestMessage | Mapping[str, Any]],
+        *,
+        extractor: Extractor | None = None,
+        progress: Callable[[str, int], None] | None = None,
+        totals: Callable[[str, int], None] | None = None,
+    ) -> IngestReport:
+        """Form memories from a conversation: store ``messages`` (``{"role", "content"}``,
+        optionally ``timestamp``, ``session_id``, ``id``) as episodes, extract profile facts,
+        dated events, activities and graph facts from them (the rules, unless ``extractor``
+        is given), and consolidate those into semantic and graph memory: added, updated (the
+        old version kept as history), ended, unchanged or contradicted, each naming its
+        source turns. ``progress`` / ``totals`` are told ``(phase, amount)`` as the phases
+        ``store``, ``extract`` and ``form`` advance / start.
+
+        Raises:
+            ValidationError: a message is malformed (nothing is stored).
+        """
+        return await ingest_messages(
+            self.episodic,
+            self.semantic,
+            self.graph,
+            messages,
+            subject=self.scope.user or "user",
+            extractor=extractor,
+            progress=progress,
+            totals=totals,
         )
 
     async def last_trace(self) -> TurnTraced | None:

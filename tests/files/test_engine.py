@@ -41,9 +41,14 @@ class NotesMemory(StoredMemoryType):
         return "note"
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        return await self._search(prompt, limit, filters)
+        return self.redacted(await self._search(prompt, limit, filters), raw)
 
 
 def notes(memory: Any) -> NotesMemory:

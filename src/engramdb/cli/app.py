@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+RawFlag = Annotated[bool, typer.Option("--raw", help="Show memories as stored, without redaction.")]
 #: The content types of rfc-2001; others may be used as well.
 CONTENT_TYPES = "activity, profile, event, fact, conversation, reasoning, research, entity"
 #: The event types of the log (checked against the domain events by a test).
@@ -442,6 +443,7 @@ def sweep(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
+from engramdb.cli.ingest_command import register as register_ingest  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
@@ -451,6 +453,7 @@ register_memory(app)
 register_serve(app)
 register_inspect(app)
 register_admin(app)
+register_ingest(app)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import warnings
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -18,7 +19,7 @@ import httpx
 from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
-from engramdb.client.fields import given, segment
+from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
 from engramdb.core.errors import NotFoundError, PartialRecallWarning
 from engramdb.core.intent import MemoryItem
@@ -31,6 +32,7 @@ from engramdb.service.models import (
     Deleted,
     EventPage,
     Health,
+    IngestOut,
     Items,
     Page,
     PlanState,
@@ -183,12 +185,24 @@ class MemoryClient:
         return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
 
     async def search_knowledge(
-        self, query: str, *, limit: int = 10, user_id: str | None = None
+        self, query: str, *, limit: int = 10, user_id: str | None = None, raw: bool = False
     ) -> list[MemoryItem]:
         """Facts relevant to ``query``: the user's private ones and the public ones."""
-        params = {"q": query, "limit": limit, "user_id": user_id}
+        params = {"q": query, "limit": limit, "user_id": user_id, **raw_param(raw)}
         found = await self._call(Items, "GET", "/v1/memory/semantic/search", params=params)
         return found.items
+
+    # -- formation ---------------------------------------------------------------------------
+
+    async def ingest(
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+    ) -> IngestOut:
+        """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
+        ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
+        of themself becomes profile facts, events, activities and graph facts; the answer
+        counts what changed per category."""
+        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------
 
@@ -215,9 +229,9 @@ class MemoryClient:
         body["importance"] = importance
         return await self._call(WriteResult, "POST", "/v1/memory/episodic", json=body)
 
-    async def get_recent_history(self, limit: int = 20) -> list[MemoryItem]:
+    async def get_recent_history(self, limit: int = 20, *, raw: bool = False) -> list[MemoryItem]:
         """The latest interactions, newest first."""
-        params = {"limit": limit}
+        params = {"limit": limit, **raw_param(raw)}
         return (await self._call(Items, "GET", "/v1/memory/episodic/recent", params=params)).items
 
     async def search_interactions(
@@ -227,6 +241,7 @@ class MemoryClient:
         limit: int = 10,
         since: datetime | None = None,
         until: datetime | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
         """Interactions relevant to ``query``, best first."""
         params = {
@@ -234,6 +249,7 @@ class MemoryClient:
             "limit": limit,
             "since": since.isoformat() if since else None,
             "until": until.isoformat() if until else None,
+            **raw_param(raw),
         }
         return (await self._call(Items, "GET", "/v1/memory/episodic/search", params=params)).items
 
@@ -254,9 +270,11 @@ class MemoryClient:
         body |= {"procedure_type": procedure_type, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
 
-    async def get_relevant_skills(self, query: str, *, limit: int = 10) -> list[MemoryItem]:
+    async def get_relevant_skills(
+        self, query: str, *, limit: int = 10, raw: bool = False
+    ) -> list[MemoryItem]:
         """Rules and examples for ``query``: fired triggers first, then by meaning."""
-        params = {"q": query, "limit": limit}
+        params = {"q": query, "limit": limit, **raw_param(raw)}
         found = await self._call(Items, "GET", "/v1/memory/procedural/context", params=params)
         return found.items
 
@@ -438,18 +456,19 @@ class MemoryClient:
         body["content_type"] = content_type
         return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
 
-    async def read(self, key: str) -> MemoryEntry | None:
+    async def read(self, key: str, *, raw: bool = False) -> MemoryEntry | None:
         """The entry under ``key``, or ``None``."""
+        path = f"/v1/memory/entries/{segment(key)}"
         try:
-            return await self._call(MemoryEntry, "GET", f"/v1/memory/entries/{segment(key)}")
+            return await self._call(MemoryEntry, "GET", path, params=raw_param(raw))
         except NotFoundError:
             return None
 
     async def list_entries(
-        self, *, prefix: str | None = None, limit: int = 100, offset: int = 0
+        self, *, prefix: str | None = None, limit: int = 100, offset: int = 0, raw: bool = False
     ) -> Page[MemoryEntry]:
         """Live entries by key (starting with ``prefix`` only, if given)."""
-        params = {"prefix": prefix, "limit": limit, "offset": offset}
+        params = {"prefix": prefix, "limit": limit, "offset": offset, **raw_param(raw)}
         return await self._call(Page[MemoryEntry], "GET", "/v1/memory/entries", params=params)
 
     async def delete(self, key: str) -> bool:
@@ -460,20 +479,26 @@ class MemoryClient:
             return False
         return True
 
-    async def recall(self, query: str | RecallQuery, *, limit: int = 10) -> list[RecallResult]:
+    async def recall(
+        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+    ) -> list[RecallResult]:
         """Memories across every provider matching ``query``, merged by relevance; warns
         (``PartialRecallWarning``) when the service answered without providers that failed,
         as ``MemoryManager.recall`` does in process."""
-        answer = await self.recall_report(query, limit=limit)
+        answer = await self.recall_report(query, limit=limit, raw=raw)
         if answer.failed_providers:
             warnings.warn(PartialRecallWarning.naming(answer.failed_providers), stacklevel=2)
         return answer.results
 
-    async def recall_report(self, query: str | RecallQuery, *, limit: int = 10) -> RecallOut:
+    async def recall_report(
+        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+    ) -> RecallOut:
         """``recall``'s results with the providers that failed (``failed_providers``)."""
         chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
         body = chosen.model_dump(mode="json", exclude_none=True)
-        return await self._call(RecallOut, "POST", "/v1/memory/recall", json=body)
+        return await self._call(
+            RecallOut, "POST", "/v1/memory/recall", json=body, params=raw_param(raw)
+        )
 
     async def events(
         self, *, after: int = 0, limit: int = 100, event_types: list[str] | None = None

@@ -47,7 +47,7 @@ async def recent_turns(
     plugin: Any, prompt: str, limit: int, now: datetime | None
 ) -> list[MemoryItem]:
     """Conversation memory's part of a context: the latest turns, whatever the prompt."""
-    found: list[MemoryItem] = await plugin.recent(limit)
+    found: list[MemoryItem] = await plugin.recent(limit, raw=True)
     return found
 
 
@@ -55,7 +55,7 @@ async def episodes_at(
     plugin: Any, prompt: str, limit: int, now: datetime | None
 ) -> list[MemoryItem]:
     """Episodic memory's part of a context: episodes for the prompt, as of ``now``."""
-    found: list[MemoryItem] = await plugin.remember(prompt, limit=limit, now=now)
+    found: list[MemoryItem] = await plugin.remember(prompt, limit=limit, now=now, raw=True)
     return found
 
 

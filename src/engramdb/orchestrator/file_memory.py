@@ -45,10 +45,16 @@ class FileCategoryMemory(StoredMemoryType):
         return await super().records(content_types=(self.name,), **fields)
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items of this category matching ``prompt``, best first."""
-        return await self._search(prompt, limit, filters, content_types=(self.name,))
+        """Items of this category matching ``prompt``, best first, redacted unless ``raw``."""
+        found = await self._search(prompt, limit, filters, content_types=(self.name,))
+        return self.redacted(found, raw)
 
 
 @cache

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "engramdb.memory_types"
 
-#: How ``assemble`` asks a type's plugin for candidates: (plugin, prompt, how many, now).
+#: How ``assemble`` asks a type's plugin for candidates: (plugin, prompt, how many, now); it
+#: reads raw, as ``assemble`` redacts.
 TypeLookup = Callable[[Any, str, int, "datetime | None"], Awaitable[list["MemoryItem"]]]
 #: How a scope gets a type's plugin, or ``None`` when this engine does not offer it (a file
 #: category of an engine without memory files). Takes the ``ScopedMemory``.
@@ -45,8 +46,9 @@ log = logging.getLogger("engramdb.memory_types")
 async def remember_lookup(
     plugin: Any, prompt: str, limit: int, now: datetime | None
 ) -> list[MemoryItem]:
-    """The default lookup: the plugin's ``remember``."""
-    found: list[MemoryItem] = await plugin.remember(prompt, limit=limit)
+    """The default lookup: the plugin's ``remember``, raw (``assemble`` redacts every item
+    itself, and counts what it redacted)."""
+    found: list[MemoryItem] = await plugin.remember(prompt, limit=limit, raw=True)
     return found
 
 

@@ -90,9 +90,15 @@ class ProceduralMemory(StoredMemoryType):
         return MemorizeResult(id=entry.key)
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Rules whose trigger fires first (score 1.0), then rules close in meaning."""
+        """Rules whose trigger fires first (score 1.0), then rules close in meaning;
+        redacted unless ``raw``."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValidationError("remember needs a non-empty prompt")
         present = set(re.findall(r"\w+", prompt.lower()))
@@ -108,7 +114,7 @@ class ProceduralMemory(StoredMemoryType):
             for item in await self._search(prompt, limit, filters):
                 if item.id not in seen and not _explicit(item):
                     items.append(item)
-        return items[:limit]
+        return self.redacted(items[:limit], raw)
 
 
 def _explicit(item: MemoryItem) -> bool:

@@ -122,9 +122,15 @@ class WorkingMemory(StoredMemoryType):
         return sorted(items, key=lambda r: (importance(r), moment(r), r.key))
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items for ``prompt``, ranked by relevance, importance and recency (``RANKING``)."""
+        """Items for ``prompt``, ranked by relevance, importance and recency (``RANKING``),
+        redacted unless ``raw``."""
         found = await self._search(prompt, limit, filters, candidates=_CANDIDATES)
         now = utc_now()
         for item in found:
@@ -132,7 +138,7 @@ class WorkingMemory(StoredMemoryType):
             item.score = parts.pop("score")
             item.score_breakdown = {**item.score_breakdown, **parts}
         ranked = sorted(found, key=lambda i: (-(i.score or 0.0), i.id or ""))
-        return ranked[:limit]
+        return self.redacted(ranked[:limit], raw)
 
     async def set(self, key: str, value: Any) -> None:
         """Set plan/session state ``key`` to ``value`` (any JSON value)."""

@@ -8,6 +8,7 @@ from fastapi import Query
 
 from engramdb.core.errors import NotFoundError
 from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
+from engramdb.orchestrator.redaction import redact_entry
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
@@ -19,6 +20,7 @@ from engramdb.service.models import (
     RecallIn,
     RecallOut,
 )
+from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import KeyPath, Offset, area_router
 from engramdb.storage.records import RecordQuery
 
@@ -45,6 +47,7 @@ async def list_entries(
     prefix: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Offset = 0,
+    raw: RawReads = False,
 ) -> Page[MemoryEntry]:
     """Live entries of the caller's persistent memory by key, those starting with
     ``prefix`` only if given."""
@@ -60,19 +63,22 @@ async def list_entries(
         )
     )
     more = len(records) > limit
+    entries = [record_entry(r) for r in records[:limit]]
     return Page(
-        items=[record_entry(r) for r in records[:limit]],
+        items=entries if raw else [redact_entry(engine.config.redaction, e) for e in entries],
         next_offset=offset + limit if more else None,
     )
 
 
 @router.get("/entries/{key}", summary="Read an entry")
-async def read_entry(key: KeyPath, caller: ReadCaller, engine: EngineDep) -> MemoryEntry:
+async def read_entry(
+    key: KeyPath, caller: ReadCaller, engine: EngineDep, raw: RawReads = False
+) -> MemoryEntry:
     """The live entry under ``key``."""
     entry = await caller.memory(engine).persistent.read(key)
     if entry is None:
         raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)
-    return entry
+    return entry if raw else redact_entry(engine.config.redaction, entry)
 
 
 @router.delete("/entries/{key}", summary="Delete an entry")
@@ -84,13 +90,15 @@ async def delete_entry(key: KeyPath, caller: WriteCaller, engine: EngineDep) -> 
 
 
 @router.post("/recall", summary="Unified recall")
-async def recall(body: RecallIn, caller: ReadCaller, engine: EngineDep) -> RecallOut:
+async def recall(
+    body: RecallIn, caller: ReadCaller, engine: EngineDep, raw: RawReads = False
+) -> RecallOut:
     """The memories across every provider of the caller's scope that best match the query,
     merged by relevance. A provider that fails is named in ``failed_providers``; when every
     one fails the answer is an error: 422 ``invalid_recall_query`` if they all refused the
     query, else 503 ``recall_error``."""
     query = RecallQuery.model_validate(body.model_dump())
-    report = await caller.memory(engine).manager.recall_report(query)
+    report = await caller.memory(engine).manager.recall_report(query, raw=raw)
     return RecallOut(
         results=report.results,
         failed_providers=[FailedProvider.model_validate(f.to_dict()) for f in report.failures],
