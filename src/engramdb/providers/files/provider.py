@@ -26,17 +26,26 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from engramdb.core.errors import EngramError, MemoryFileError
+from engramdb.core.errors import EngramError
 from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryEntry, MemoryTier, ProviderCapabilities, utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES, validate_key
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
+from engramdb.providers.files.edits import (
+    baseline,
+    by_key,
+    occurred,
+    parse,
+    record_block,
+    same,
+    ttl,
+    view,
+)
 from engramdb.providers.files.folder import SUFFIX, Folder
-from engramdb.providers.files.markdown import Block, parse_file, render_file
+from engramdb.providers.files.markdown import Block, render_file
 from engramdb.providers.files.names import check_key
 from engramdb.providers.files.store import FILE_LEVELS, FileStore, check_category
 from engramdb.providers.indexing import Indexer
@@ -64,49 +73,6 @@ class RescanReport:
     def edits(self) -> int:
         """How many memories the edits changed."""
         return len(self.added) + len(self.changed) + len(self.removed)
-
-
-def record_block(record: Record) -> Block:
-    """The block a stored record is rendered as."""
-    info: dict[str, Any] = {
-        "created_at": record.created_at.isoformat(),
-        "updated_at": record.updated_at.isoformat() if record.updated_at else None,
-        "occurred_at": record.occurred_at.isoformat() if record.occurred_at else None,
-        "expires_at": record.expires_at.isoformat() if record.expires_at else None,
-        "ttl_ms": record.ttl_ms,
-    }
-    return Block(record.key, record.value, record.metadata, info)
-
-
-def _occurred(block: Block) -> datetime | None:
-    text = block.info.get("occurred_at")
-    if text is None:
-        return None
-    try:
-        return datetime.fromisoformat(str(text))
-    except ValueError as exc:
-        raise MemoryFileError(f"occurred_at {text!r} is not an ISO time", key=block.key) from exc
-
-
-def _ttl(block: Block) -> Any:
-    return block.info.get("ttl_ms")
-
-
-def _same(block: Block, category: str, record: Record) -> bool:
-    """Whether ``block`` in ``category`` says what ``record`` holds."""
-    return (
-        record.content_type == category
-        and record.value == block.value
-        and record.metadata == block.metadata
-        and record.ttl_ms == _ttl(block)
-        and record.occurred_at == _occurred(block)
-    )
-
-
-def _edit(block: Block) -> tuple[Any, dict[str, Any], Any, Any]:
-    """What of a block a person's edit can change (times other than ``occurred_at`` are
-    informational)."""
-    return (block.value, block.metadata, _ttl(block), block.info.get("occurred_at"))
 
 
 class FileMemoryProvider(EventSourcedProvider):
@@ -177,8 +143,8 @@ class FileMemoryProvider(EventSourcedProvider):
         if not dirty:
             return RescanReport(ignored=ignored), missing, set()
         try:
-            now = {n: _parse(text, n) for n, (text, _) in texts.items()}
-            then = {n: _baseline(base, n) for n, (_, base) in texts.items()}
+            now = {n: parse(text, n) for n, (text, _) in texts.items()}
+            then = {n: baseline(base, n) for n, (_, base) in texts.items()}
             report = await self._apply(now, then, ignored)
         except EngramError:
             if strict:
@@ -288,11 +254,11 @@ class FileMemoryProvider(EventSourcedProvider):
         then: dict[str, list[Block]],
         ignored: list[str],
     ) -> RescanReport:
-        current, baseline = _by_key(now), _by_key(then)
+        current, before = by_key(now), by_key(then)
         edited = sorted(
             key
-            for key in current.keys() | baseline.keys()
-            if _view(current.get(key)) != _view(baseline.get(key))
+            for key in current.keys() | before.keys()
+            if view(current.get(key)) != view(before.get(key))
         )
         records = {
             r.key: r
@@ -307,10 +273,10 @@ class FileMemoryProvider(EventSourcedProvider):
                     removes.append(key)
                 continue
             category, block = found
-            if record is None or not _same(block, category, record):
+            if record is None or not same(block, category, record):
                 writes.append(
                     WriteRequest(
-                        key, block.value, category, block.metadata, _ttl(block), _occurred(block)
+                        key, block.value, category, block.metadata, ttl(block), occurred(block)
                     )
                 )
         self._check(writes)
@@ -360,40 +326,6 @@ class FileMemoryProvider(EventSourcedProvider):
         await self.rescan()
         await super().rebuild()
         await self.render()
-
-
-def _view(found: tuple[str, Block] | None) -> tuple[Any, ...] | None:
-    """What of a block (and its category) a person's edit can change."""
-    return None if found is None else (found[0], *_edit(found[1]))
-
-
-def _by_key(files: dict[str, list[Block]]) -> dict[str, tuple[str, Block]]:
-    found: dict[str, tuple[str, Block]] = {}
-    for category, blocks in sorted(files.items()):
-        for block in blocks:
-            if block.key in found:
-                raise MemoryFileError(
-                    f"key {block.key!r} is in both {found[block.key][0]}{SUFFIX} and "
-                    f"{category}{SUFFIX}",
-                    key=block.key,
-                )
-            found[block.key] = (category, block)
-    return found
-
-
-def _parse(text: str | None, name: str) -> list[Block]:
-    return [] if text is None else parse_file(text, name + SUFFIX)
-
-
-def _baseline(text: str | None, name: str) -> list[Block]:
-    """The blocks of a baseline; one a crash left unreadable reads as empty (the file's
-    blocks then count as added and are compared with the records: only a removal made since
-    that render goes unnoticed, and its block is rendered again)."""
-    try:
-        return _parse(text, name)
-    except MemoryFileError:
-        log.warning("the baseline of %s%s is unreadable; read as empty", name, SUFFIX)
-        return []
 
 
 def _read_texts(
