@@ -8,6 +8,10 @@ joined to the scope's ``MemoryManager``, so unified recall finds its items). Eve
 lists memory types — ``ScopedMemory.assemble``, ``ScopedMemory.type``, the CLI's ``-t``, the
 inspector's recall — reads this registry, so a type registered here needs no edit elsewhere.
 
+A scope reads the registry as it is used, so a type registered later takes part in its
+``assemble`` and ``memory_type``; its namespace joins the manager of scopes made after the
+registration (a manager's providers are fixed when the scope is made).
+
 The default registry (``default_registry()``) holds the five built-in types, the categories of
 the file provider and whatever installed packages declare under the ``engramdb.memory_types``
 entry-point group (a ``MemoryType``, or a callable taking the registry). This module stays
