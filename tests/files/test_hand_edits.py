@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engramdb.core.errors import MemoryFileError
 from engramdb.providers.event_sourced import EventSourcedProvider
+from engramdb.providers.files import provider as provider_module
 from tests.files.conftest import ALICE, Files
 
 
@@ -186,3 +188,23 @@ async def test_a_folder_removed_whole_is_rendered_again_by_rescan(files: Files) 
     empty = files.make(ALICE.model_copy(update={"user": "nobody"}))
     assert (await empty.rescan()).edits == 0
     assert not files.store.path(empty.scope).exists()
+
+
+async def test_a_render_that_fails_after_the_commit_is_repaired_by_rescan(
+    files: Files, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await seed(files)
+    before = snapshot(files.folder)
+
+    def disk_full(folder: Any, texts: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(provider_module, "_write_all", disk_full)
+    written = await files.provider.write("user.city", "Madrid", content_type="profile")
+    assert written.value == "Madrid"  # acknowledged: it is in the log
+    assert (await files.events())[-1] == ("memory.written", "user.city")
+    assert "not rendered" in caplog.text
+    assert snapshot(files.folder) == before  # the file is behind the log
+    monkeypatch.undo()
+    assert (await files.provider.rescan()).edits == 0  # behind is not an edit
+    assert "\nMadrid\n" in (files.folder / "profile.md").read_text()
