@@ -30,6 +30,7 @@ from engramdb.core.errors import (
     InvalidValueError,
     MemoryFileError,
     MigrationError,
+    ModelUnavailableError,
     NoProviderForTierError,
     NotFoundError,
     PartialRecallWarning,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
         MemoryItem,
         SummaryResult,
     )
+    from engramdb.core.retry import RetryPolicy
     from engramdb.core.scope import (
         Scope,
         ScopeFilter,
@@ -158,6 +160,7 @@ _LAZY: dict[str, str] = {
     "MemorizeResult": "engramdb.core.intent",
     "MemoryItem": "engramdb.core.intent",
     "SummaryResult": "engramdb.core.intent",
+    "RetryPolicy": "engramdb.core.retry",
     "Scope": "engramdb.core.scope",
     "ScopeFilter": "engramdb.core.scope",
     "MemoryEntry": "engramdb.core.types",
@@ -279,6 +282,7 @@ __all__ = [
     "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
+    "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
     "PartialRecallWarning",
@@ -299,6 +303,7 @@ __all__ = [
     "RelationNotFoundError",
     "RelationType",
     "RescanReport",
+    "RetryPolicy",
     "RuleExtractor",
     "Scope",
     "ScopeFilter",

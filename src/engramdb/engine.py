@@ -644,7 +644,9 @@ class Engine:
         return await self.backend.stats()
 
     async def close(self) -> None:
-        """Close the backend (and the LLM client); idempotent."""
+        """Close the backend (and the LLM client); idempotent. Memories still waiting for
+        their vector keep waiting, in the store, for ``reindex(stale_only=True)``."""
+        await self.indexer.pending.close()
         if self.llm is not None:
             await self.llm.aclose()
         await self.backend.close()

@@ -20,13 +20,14 @@ from engramdb.core.errors import (
     EntityNotFoundError,
     GraphMemoryError,
     InvalidTraversalError,
+    LLMUnavailableError,
     RelationNotFoundError,
     StorageError,
     UsageError,
 )
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service.app import create_app
-from engramdb.service.errors import status_of
+from engramdb.service.errors import error_response, status_of
 from engramdb.service.settings import LOCAL_TENANT, ServiceSettings
 from engramdb.storage.records import RecordQuery
 
@@ -314,6 +315,13 @@ async def test_reads_ignore_idempotency_keys(http: httpx.AsyncClient) -> None:
     response = await http.get("/v1/memory/plans", headers={"Idempotency-Key": "read"})
     assert response.status_code == 200
     assert "Idempotent-Replayed" not in response.headers
+
+
+def test_a_model_servers_wait_is_passed_on_as_retry_after() -> None:
+    busy = error_response(LLMUnavailableError("busy", status_code=429, retry_after_s=2.5))
+    assert busy.status_code == 503
+    assert busy.headers["Retry-After"] == "3"
+    assert "Retry-After" not in error_response(StorageError("x")).headers
 
 
 def test_error_table() -> None:

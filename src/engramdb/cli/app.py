@@ -162,7 +162,8 @@ _SHOWN_WARNINGS = (StaleVectorsWarning, PartialRecallWarning)
 
 def fail(exc: EngramError) -> typer.Exit:
     """Print ``exc`` as one ``error:`` line; the exit to raise (2: the caller's mistake)."""
-    render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    # The message is text, not markup: "engramdb[mcp]" must print as written.
+    render.err.print(f"[red]error:[/red] {escape(exc.message)}", markup=True, highlight=False)
     return typer.Exit(2 if isinstance(exc, UsageError) else 1)
 
 
@@ -445,6 +446,7 @@ from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
 from engramdb.cli.ingest_command import register as register_ingest  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
+from engramdb.cli.mcp_command import register as register_mcp  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
 
@@ -454,6 +456,7 @@ register_serve(app)
 register_inspect(app)
 register_admin(app)
 register_ingest(app)
+register_mcp(app)
 
 
 def main() -> None:

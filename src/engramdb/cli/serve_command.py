@@ -93,8 +93,8 @@ def register(app: typer.Typer) -> None:
         config = EngineConfig() if vectors else EngineConfig(embedder=None)
         application = create_app(settings, db=target, config=config)
         render.err.print(
-            f"Engram REST service on http://{host}:{port}/ (API docs at /docs; Ctrl-C stops "
-            f"it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}"
+            f"Engram REST service on http://{host}:{port}/ (API docs at /docs, MCP at /mcp; "
+            f"Ctrl-C stops it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}"
             + (f"\nevents published to {nats}" if nats else ""),
             markup=False,
             highlight=False,

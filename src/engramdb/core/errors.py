@@ -33,9 +33,15 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
         ├── RecallError             every provider asked by a recall failed, not all on the query
         ├── EngineClosedError
         ├── EmbedderError           an embedding model or endpoint failed (details: status_code)
-        │   └── ModelIntegrityError a model file is missing or differs from its pinned sha256
+        │   ├── ModelIntegrityError a model file is missing or differs from its pinned sha256
+        │   └── EmbedderUnavailableError  (also a ModelUnavailableError)
         ├── RerankError             a reranking model or endpoint failed (details: status_code)
-        └── LLMError                a chat model endpoint failed (details: status_code, retryable)
+        │   └── RerankUnavailableError    (also a ModelUnavailableError)
+        ├── LLMError                a chat model endpoint failed (details: status_code, retryable)
+        │   ├── LLMUnavailableError       (also a ModelUnavailableError)
+        │   └── LLMOutputError      the model answered, but nothing valid (details: attempts)
+        │       └── LLMEmptyAnswerError   it answered nothing at all
+        └── ModelUnavailableError   a model server stayed busy or down through every retry
 
 ``EngramError`` never shadows Python's built-in ``MemoryError``. Each error carries structured
 fields in ``details`` so the HTTP, MCP and CLI edges can map it without parsing messages.
@@ -320,3 +326,51 @@ class LLMError(EngramRuntimeError):
     """
 
     code = "llm_error"
+
+
+class ModelUnavailableError(EngramRuntimeError):
+    """A remote model (chat, embeddings, rerank) stayed busy or unreachable through every
+    retry its ``RetryPolicy`` allowed: rate limits, 5xx answers, timeouts, refused connections.
+
+    ``details`` carries ``url``, ``attempts``, ``waited_s`` and, when the server answered,
+    ``status_code`` and ``retry_after_s``. Each client raises its own subclass, which is also
+    its usual error type (an ``EmbedderUnavailableError`` is an ``EmbedderError``).
+    """
+
+    code = "model_unavailable"
+
+
+class EmbedderUnavailableError(ModelUnavailableError, EmbedderError):
+    """An embeddings endpoint stayed unavailable; writes store their memories without a
+    vector and embed them later."""
+
+    code = "embedder_unavailable"
+
+
+class RerankUnavailableError(ModelUnavailableError, RerankError):
+    """A rerank endpoint stayed unavailable; search keeps its hybrid order."""
+
+    code = "rerank_unavailable"
+
+
+class LLMUnavailableError(ModelUnavailableError, LLMError):
+    """A chat-completions endpoint stayed unavailable."""
+
+    code = "llm_unavailable"
+
+
+class LLMOutputError(LLMError):
+    """The chat model answered, but no answer was what was asked for (not JSON, or JSON that
+    does not fit the schema) after every allowed try.
+
+    ``details`` carries ``attempts``, ``reason`` (the last problem) and ``excerpt`` (the start
+    of the last answer).
+    """
+
+    code = "llm_invalid_output"
+
+
+class LLMEmptyAnswerError(LLMOutputError):
+    """The chat model answered with no text at all (or only its hidden reasoning)."""
+
+    code = "llm_empty_answer"

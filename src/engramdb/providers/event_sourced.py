@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from engramdb.core.errors import ProviderReadOnlyError, ValidationError
+from engramdb.core.errors import EmbedderUnavailableError, ProviderReadOnlyError, ValidationError
 from engramdb.core.events import (
     EventEnvelope,
     MemoryDeleted,
@@ -187,7 +187,9 @@ class EventSourcedProvider(MemoryProvider):
             written_record(self.spec, self.scope, event, envelope.occurred_at)
             for event, envelope in zip(events, envelopes, strict=True)
         ]
-        embedded = await self.indexer.embed_records(self.spec, records) if self._embeds else None
+        # An unavailable model does not fail the write: it commits without vectors and the
+        # records are embedded later (``Indexer.written``).
+        embedded = await self.indexer.embed_for_write(self.spec, records) if self._embeds else None
         vectors = embedded[0] if embedded else None
         vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
         model = self.indexer.model if embedded else ""
@@ -208,6 +210,8 @@ class EventSourcedProvider(MemoryProvider):
             vectors,
             embedded[1] if embedded else None,
         )
+        if self._embeds:
+            self.indexer.written(self.spec, result.stored, embedded)
         return [record_entry(r) for r in result.stored]
 
     async def upsert_similar(
@@ -241,13 +245,17 @@ class EventSourcedProvider(MemoryProvider):
         if self._embeds:
             assert self.indexer.embedder is not None
             text = self.spec.embed_text(event.key, event.value, event.occurred_at)
-            nearest = await self.indexer.nearest(
-                self.provider_id,
-                self.partition,
-                self._query(alive_at=now),
-                asyncio.ensure_future(self.indexer.embedder.embed_one(text)),
-                5,
-            )
+            try:
+                nearest = await self.indexer.nearest(
+                    self.provider_id,
+                    self.partition,
+                    self._query(alive_at=now),
+                    asyncio.ensure_future(self.indexer.embedder.embed_one(text)),
+                    5,
+                )
+            except EmbedderUnavailableError:
+                # The model is busy: only an identical value is known to be a duplicate now.
+                return await self._identical(event, now)
             for record_id, similarity in nearest:
                 if similarity < threshold:
                     break
@@ -255,6 +263,9 @@ class EventSourcedProvider(MemoryProvider):
                 if found:
                     return found[0].key
             return None
+        return await self._identical(event, now)
+
+    async def _identical(self, event: MemoryWritten, now: datetime) -> str | None:
         same = await self.backend.keys(self._query(value_equals=event.value, alive_at=now, limit=1))
         return same[0] if same else None
 

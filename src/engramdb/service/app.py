@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 import engramdb
 from engramdb.asgi import Lifespan, engine_lifespan
@@ -20,6 +21,8 @@ from engramdb.engine import Engine, EngineConfig
 from engramdb.service import errors
 from engramdb.service.docs import install_docs
 from engramdb.service.limits import BodyLimit
+from engramdb.service.mcp_mount import PATH as MCP_PATH
+from engramdb.service.mcp_mount import McpMount
 from engramdb.service.routers import ROUTERS
 from engramdb.service.settings import ServiceSettings
 
@@ -39,7 +42,13 @@ def create_app(
     """The application serving ``engine``, or the database ``db`` (opened at start-up
     with ``config``)."""
     chosen = settings or ServiceSettings()
-    lifespan = with_bridge(engine_lifespan(engine, db, config, warm=True), chosen)
+    engine_running = with_bridge(engine_lifespan(engine, db, config, warm=True), chosen)
+    mcp = McpMount(chosen)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with engine_running(app), mcp.running(app):
+            yield
 
     app = FastAPI(
         title="Engram memory service",
@@ -56,6 +65,8 @@ def create_app(
     install_docs(app)
     for router in ROUTERS:
         app.include_router(router)
+    # MCP over streamable HTTP: GET, POST and DELETE as the transport defines them.
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)
     return app
 

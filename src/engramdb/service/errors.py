@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -82,7 +83,11 @@ def status_of(exc: EngramError) -> int:
 def error_response(exc: EngramError) -> JSONResponse:
     """The answer to an Engram error."""
     status = status_of(exc)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    wait = exc.details.get("retry_after_s")
+    if status == 503 and isinstance(wait, int | float) and not isinstance(wait, bool):
+        # A model server asked for a pause: pass its wait on to our own caller.
+        headers["Retry-After"] = str(max(0, math.ceil(wait)))
     body = ErrorBody(error=exc.code, message=exc.message, details=jsonable_encoder(exc.details))
     if status >= 500:
         log.warning("request failed: %s", exc.message)
