@@ -29,6 +29,7 @@ from engramdb.core.errors import (
     InvalidScopeError,
     InvalidTraversalError,
     InvalidValueError,
+    MemoryFileError,
     MigrationError,
     ModelUnavailableError,
     NoProviderForTierError,
@@ -43,6 +44,7 @@ from engramdb.core.errors import (
     StaleVectorsError,
     StaleVectorsWarning,
     StorageError,
+    UnsafePathError,
     UnsupportedTargetError,
     UsageError,
     ValidationError,
@@ -100,10 +102,16 @@ if TYPE_CHECKING:
         RecallReport,
     )
     from engramdb.manager.registry import ProviderRegistry
+    from engramdb.orchestrator.memory_types import (
+        MemoryType,
+        MemoryTypeRegistry,
+        register_memory_type,
+    )
     from engramdb.orchestrator.plugin import TypeLimits
     from engramdb.orchestrator.type_limits import MemoryTypeLimits
     from engramdb.providers.base import MemoryProvider
     from engramdb.providers.event_sourced import EventSourcedProvider
+    from engramdb.providers.files import FileMemoryProvider, FileStore, RescanReport
     from engramdb.providers.graph import (
         EntityType,
         GraphEntity,
@@ -172,10 +180,16 @@ _LAZY: dict[str, str] = {
     "ProviderFailure": "engramdb.manager.manager",
     "RecallReport": "engramdb.manager.manager",
     "ProviderRegistry": "engramdb.manager.registry",
+    "MemoryType": "engramdb.orchestrator.memory_types",
+    "MemoryTypeRegistry": "engramdb.orchestrator.memory_types",
+    "register_memory_type": "engramdb.orchestrator.memory_types",
     "TypeLimits": "engramdb.orchestrator.plugin",
     "MemoryTypeLimits": "engramdb.orchestrator.type_limits",
     "MemoryProvider": "engramdb.providers.base",
     "EventSourcedProvider": "engramdb.providers.event_sourced",
+    "FileMemoryProvider": "engramdb.providers.files",
+    "FileStore": "engramdb.providers.files",
+    "RescanReport": "engramdb.providers.files",
     "EntityType": "engramdb.providers.graph",
     "GraphEntity": "engramdb.providers.graph",
     "GraphMemoryProvider": "engramdb.providers.graph",
@@ -237,6 +251,8 @@ __all__ = [
     "EventStore",
     "ExtractedItem",
     "Extractor",
+    "FileMemoryProvider",
+    "FileStore",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -255,6 +271,7 @@ __all__ = [
     "MemoryDeleted",
     "MemoryEntry",
     "MemoryExpired",
+    "MemoryFileError",
     "MemoryIndexed",
     "MemoryInvalidated",
     "MemoryItem",
@@ -263,7 +280,9 @@ __all__ = [
     "MemoryProvider",
     "MemoryProviderRegistered",
     "MemoryTier",
+    "MemoryType",
     "MemoryTypeLimits",
+    "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
     "ModelUnavailableError",
@@ -286,6 +305,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RescanReport",
     "RetryPolicy",
     "RuleExtractor",
     "Scope",
@@ -300,6 +320,7 @@ __all__ = [
     "TraceContext",
     "TraversalPattern",
     "TypeLimits",
+    "UnsafePathError",
     "UnsupportedTargetError",
     "UsageError",
     "ValidationError",
@@ -312,4 +333,5 @@ __all__ = [
     "open",
     "open_sync",
     "register_backend",
+    "register_memory_type",
 ]

@@ -74,6 +74,7 @@ class Settings:
     user: str | None
     agent: str | None
     session: str | None
+    files: str | None = None
 
     def target(self) -> str:
         """The database to open (see :func:`engramdb.cli.target.resolve_target`)."""
@@ -103,6 +104,14 @@ def main_options(
     user: Annotated[str | None, typer.Option(envvar="ENGRAM_USER")] = None,
     agent: Annotated[str | None, typer.Option(envvar="ENGRAM_AGENT")] = None,
     session: Annotated[str | None, typer.Option(envvar="ENGRAM_SESSION")] = None,
+    files: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ENGRAM_FILES",
+            help="Folder of the memory files a person can read and edit (one markdown file "
+            "per category: activity, profile, event, …); off unless given.",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -111,7 +120,7 @@ def main_options(
     ] = False,
 ) -> None:
     """Engram: long-term memory for LLM agents."""
-    ctx.obj = Settings(db, as_json, tenant, user, agent, session)
+    ctx.obj = Settings(db, as_json, tenant, user, agent, session, files)
 
 
 def run(
@@ -124,9 +133,11 @@ def run(
     settings = settings_of(ctx, as_json)
 
     async def main() -> T:
+        from engramdb.engine import EngineConfig
         from engramdb.engine import open as open_engine
 
-        async with open_engine(settings.target()) as engine:
+        config = EngineConfig(files=settings.files) if settings.files else None
+        async with open_engine(settings.target(), config=config) as engine:
             memory = engine.scope(
                 tenant=settings.tenant,
                 user=settings.user,

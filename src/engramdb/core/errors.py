@@ -10,6 +10,8 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── ValueTooLargeError
     │   │   ├── InvalidScopeError
     │   │   ├── InvalidPatternError a user pattern too long or outside the linear-time syntax
+    │   │   ├── UnsafePathError     a name would leave the memory-file folder
+    │   │   ├── MemoryFileError     a hand-edited memory file cannot be read
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
@@ -115,6 +117,19 @@ class InvalidPatternError(ValidationError):
     and ``reason``."""
 
     code = "invalid_pattern"
+
+
+class UnsafePathError(ValidationError):
+    """A key, category or scope name would lead a memory file out of its folder (``..``, a
+    separator, an absolute path, a control, format or bidi character, a symlink)."""
+
+    code = "unsafe_path"
+
+
+class MemoryFileError(ValidationError):
+    """A memory file edited by hand cannot be read back (``details``: path and line)."""
+
+    code = "invalid_memory_file"
 
 
 class RecallQueryError(ValidationError):
