@@ -98,7 +98,8 @@ class EngineConfig:
     """Settings of an engine that are not the storage target.
 
     ``embedder`` is the model that embeds memories for vector search: ``"default"`` is the
-    local MiniLM (loaded on first use, one thread), ``None`` turns vectors off (BM25 only).
+    local MiniLM (loaded on first use, one thread, concurrent calls' texts embedded together
+    by a ``BatchingEmbedder``), ``None`` turns vectors off (BM25 only).
     ``exclusive_relations`` are the graph relation types a source holds with one target at a
     time (a new one ends the old one). ``sentence_vectors`` gives each sentence of a
     multi-sentence episode or conversation turn a vector of its own (better recall of facts said
@@ -677,9 +678,11 @@ def _caller_level() -> int:
 
 def _embedder(choice: Embedder | Literal["default"] | None) -> Embedder | None:
     if choice == "default":
+        from engramdb.index.batching import BatchingEmbedder
         from engramdb.index.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        # Concurrent requests (a service) share model runs instead of queueing one by one.
+        return BatchingEmbedder(MiniLMEmbedder())
     return choice
 
 

@@ -108,7 +108,40 @@ class CacheInfo(NamedTuple):
     max_entries: int
 
 
-class CachedEmbedder:
+class WrappingEmbedder:
+    """Base of embedders that wrap another without changing its vectors: ``model_id`` and
+    ``dimensions`` are the wrapped embedder's, and ``embed_one`` is ``embed`` of one text."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> Embedder:
+        """The wrapped embedder."""
+        return self._inner
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's ``model_id``."""
+        return self._inner.model_id
+
+    @property
+    def dimensions(self) -> int:
+        """The wrapped embedder's ``dimensions``."""
+        return self._inner.dimensions
+
+    async def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Embed ``texts``; row ``i`` is the unit vector of ``texts[i]``."""
+        raise NotImplementedError
+
+    async def embed_one(self, text: str) -> FloatArray:
+        """Embed one text; returns shape ``(dimensions,)``."""
+        matrix = await self.embed([text])
+        row: FloatArray = matrix[0]
+        return row
+
+
+class CachedEmbedder(WrappingEmbedder):
     """An ``Embedder`` that remembers the vectors of recently embedded texts.
 
     Keys are the exact texts; the least recently used entry is dropped once ``max_entries`` are
@@ -128,26 +161,11 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, *, max_entries: int = 4096) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._inner = inner
+        super().__init__(inner)
         self._max_entries = max_entries
         self._entries: OrderedDict[str, FloatArray] = OrderedDict()
         self._hits = 0
         self._misses = 0
-
-    @property
-    def inner(self) -> Embedder:
-        """The wrapped embedder."""
-        return self._inner
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped embedder's ``model_id``: caching does not change vectors."""
-        return self._inner.model_id
-
-    @property
-    def dimensions(self) -> int:
-        """The wrapped embedder's ``dimensions``."""
-        return self._inner.dimensions
 
     def cache_info(self) -> CacheInfo:
         """Hits and misses (counted per text in each call), current size and the bound."""
@@ -191,12 +209,6 @@ class CachedEmbedder:
                 self._misses += len(rows)
                 self._remember(text, vector)
         return result
-
-    async def embed_one(self, text: str) -> FloatArray:
-        """Embed one text through the cache; returns shape ``(dimensions,)``."""
-        matrix = await self.embed([text])
-        row: FloatArray = matrix[0]
-        return row
 
     def _remember(self, text: str, vector: FloatArray) -> None:
         # A private, read-only copy: callers may write into the rows they are given, and that

@@ -1,0 +1,180 @@
+"""``BatchingEmbedder``: concurrent callers' texts embedded together in one model call.
+
+A service embeds one query or one turn per request; a local model embeds a batch of short
+texts faster per text than the same texts one by one, and one call per request also pays the
+hop to the model's thread each time. Calls that arrive while a batch is collecting (for at
+most ``max_wait_s``) or while the previous batch runs join the next batch, up to
+``max_texts`` texts, and the wrapped embedder sees one ``embed`` call per batch.
+
+The ``Embedder`` contract makes this invisible: a text's row does not depend on the other
+texts of a call, so every caller gets the rows it would have got alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engramdb.core.errors import EmbedderError
+from engramdb.index.embedder import (
+    Embedder,
+    FloatArray,
+    WrappingEmbedder,
+    check_texts,
+    empty_matrix,
+)
+
+#: How long a batch waits for company after its first text arrives. Under load batches fill
+#: while the previous one runs, so this only delays a lone request, and by little.
+DEFAULT_MAX_WAIT_S = 0.002
+#: Texts per batch: enough for several requests' turns and sentences, few enough that one
+#: batch does not hold the model for long (the wrapped embedder still cuts it into its own
+#: model runs).
+DEFAULT_MAX_TEXTS = 64
+
+
+@dataclass(eq=False)
+class _Batch:
+    """Texts collecting for one call of the wrapped embedder, and its result."""
+
+    opened: float
+    result: asyncio.Future[FloatArray]
+    rows: dict[str, int] = field(default_factory=dict)
+    full: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(eq=False)
+class _Lane:
+    """The batches of one event loop, oldest first, and the task that sends them."""
+
+    waiting: deque[_Batch] = field(default_factory=deque)
+    sender: asyncio.Task[None] | None = None
+
+
+class BatchingEmbedder(WrappingEmbedder):
+    """An ``Embedder`` that embeds the texts of concurrent calls in one call of ``inner``.
+
+    One call of ``inner`` runs at a time (per event loop): a local model has one worker
+    anyway, and texts arriving meanwhile make the next batch larger instead of queueing one
+    by one. A call with more than ``max_texts`` texts (a rebuild) goes to ``inner`` directly.
+    The same text asked twice in one batch is embedded once.
+
+    A caller that is cancelled stops waiting; the batch it joined still runs for the others.
+    A failure of ``inner`` is raised to every caller of that batch, and later batches try
+    again.
+
+    Args:
+        inner: the embedder to batch for.
+        max_wait_s: how long a batch collects texts after its first one, at most.
+        max_texts: texts per batch, at most.
+
+    Raises:
+        ValueError: a setting is out of range.
+    """
+
+    def __init__(
+        self,
+        inner: Embedder,
+        *,
+        max_wait_s: float = DEFAULT_MAX_WAIT_S,
+        max_texts: int = DEFAULT_MAX_TEXTS,
+    ) -> None:
+        if max_wait_s < 0:
+            raise ValueError("max_wait_s must not be negative")
+        if max_texts < 1:
+            raise ValueError("max_texts must be at least 1")
+        super().__init__(inner)
+        self._max_wait_s = max_wait_s
+        self._max_texts = max_texts
+        # The sync API runs the engine on its own loop thread; each loop gets its own lane.
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._calls = 0
+
+    @property
+    def calls(self) -> int:
+        """How many batched calls went to the wrapped embedder so far."""
+        return self._calls
+
+    async def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Embed ``texts`` together with whatever other calls are collecting.
+
+        Raises:
+            InvalidValueError: an item of ``texts`` is not a string.
+            EmbedderError: the wrapped embedder failed or returned a wrongly shaped result.
+        """
+        wanted = check_texts(texts)
+        if not wanted:
+            return empty_matrix(self.dimensions)
+        if len(set(wanted)) > self._max_texts:
+            return await self._inner.embed(wanted)
+        batch = self._join(wanted)
+        # Shielded: the batch's result is shared, and one caller giving up must not cancel it.
+        matrix = await asyncio.shield(batch.result)
+        result: FloatArray = matrix[[batch.rows[text] for text in wanted]]
+        return result
+
+    def _join(self, texts: list[str]) -> _Batch:
+        """The open batch with ``texts`` added, or a new one if they do not fit."""
+        loop = asyncio.get_running_loop()
+        lane = self._lanes.get(loop)
+        if lane is None:
+            lane = self._lanes[loop] = _Lane()
+        batch = lane.waiting[-1] if lane.waiting else None
+        fresh = set(texts) - (set(batch.rows) if batch is not None else set())
+        if batch is None or batch.full.is_set() or len(batch.rows) + len(fresh) > self._max_texts:
+            batch = _Batch(opened=loop.time(), result=loop.create_future())
+            lane.waiting.append(batch)
+        for text in texts:
+            batch.rows.setdefault(text, len(batch.rows))
+        if len(batch.rows) >= self._max_texts:
+            batch.full.set()
+        if lane.sender is None or lane.sender.done():
+            # A fresh context: the task outlives the caller that happened to start it and must
+            # not carry that caller's settings (retry budgets) into other callers' batches.
+            lane.sender = loop.create_task(self._send(lane), context=contextvars.Context())
+        return batch
+
+    async def _send(self, lane: _Lane) -> None:
+        """Send the lane's batches to the wrapped embedder, one call at a time, until none
+        is left."""
+        loop = asyncio.get_running_loop()
+        while lane.waiting:
+            batch = lane.waiting[0]
+            left = batch.opened + self._max_wait_s - loop.time()
+            if left > 0 and not batch.full.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(batch.full.wait(), left)
+            # Closed from here on: later texts open the next batch.
+            batch.full.set()
+            lane.waiting.popleft()
+            await self._run(batch)
+
+    async def _run(self, batch: _Batch) -> None:
+        texts = list(batch.rows)
+        self._calls += 1
+        try:
+            matrix = await self._inner.embed(texts)
+            if matrix.shape != (len(texts), self.dimensions):
+                raise EmbedderError(
+                    f"{self.model_id} returned shape {matrix.shape} for {len(texts)} texts",
+                    model_id=self.model_id,
+                )
+        except asyncio.CancelledError:
+            # The loop is closing: the callers are being cancelled too.
+            batch.result.cancel()
+            raise
+        except Exception as exc:
+            batch.result.set_exception(exc)
+            # Every caller may have given up already; nobody else would look at the failure.
+            batch.result.exception()
+            return
+        batch.result.set_result(np.asarray(matrix, dtype=np.float32))
