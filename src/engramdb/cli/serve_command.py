@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from typing import Annotated
 
@@ -69,6 +70,15 @@ def register(app: typer.Typer) -> None:
                 help="Publish the event log to NATS JetStream at this URL (nats://host:4222).",
             ),
         ] = None,
+        workers: Annotated[
+            int,
+            typer.Option(
+                min=1,
+                envvar="ENGRAM_WORKERS",
+                help="Server processes, each with its own engine and model (PostgreSQL only "
+                "above 1).",
+            ),
+        ] = 1,
     ) -> None:
         """Serve the REST API (OpenAPI at /docs); stateless, so several instances may
         share one PostgreSQL database."""
@@ -77,6 +87,12 @@ def register(app: typer.Typer) -> None:
         from engramdb.engine import EngineConfig
         from engramdb.service.app import create_app
         from engramdb.service.settings import AuthMode, ServiceSettings
+        from engramdb.service.workers import (
+            FACTORY,
+            SPEC_VARIABLE,
+            check_workers,
+            worker_environment,
+        )
 
         mode: AuthMode = "local" if auth is AuthChoice.local else "production"
         target = served_target(ctx, db)
@@ -88,15 +104,24 @@ def register(app: typer.Typer) -> None:
                 max_body_bytes=max_body_bytes,
                 nats_url=nats,
             )
+            check_workers(target, workers)
         except UsageError as exc:
             raise fail(exc) from None
-        config = EngineConfig() if vectors else EngineConfig(embedder=None)
-        application = create_app(settings, db=target, config=config)
         render.err.print(
             f"Engram REST service on http://{host}:{port}/ (API docs at /docs, MCP at /mcp; "
             f"Ctrl-C stops it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}"
-            + (f"\nevents published to {nats}" if nats else ""),
+            + (f"\nevents published to {nats}" if nats else "")
+            + (f"\nworkers {workers} processes" if workers > 1 else ""),
             markup=False,
             highlight=False,
         )
+        if workers > 1:
+            # Each worker process builds its own application (and engine) from the spec.
+            os.environ[SPEC_VARIABLE] = worker_environment(settings, target, vectors=vectors)
+            uvicorn.run(
+                FACTORY, factory=True, workers=workers, host=host, port=port, log_level="warning"
+            )
+            return
+        config = EngineConfig() if vectors else EngineConfig(embedder=None)
+        application = create_app(settings, db=target, config=config)
         uvicorn.run(application, host=host, port=port, log_level="warning")

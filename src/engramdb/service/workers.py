@@ -1,0 +1,69 @@
+"""``engram serve --workers N``: N server processes on one PostgreSQL database.
+
+uvicorn starts each worker as a fresh process that imports the application by name, so the
+command's choices travel to the workers in one environment variable and every worker builds
+its own application, engine, connection pool and embedding model from them.
+
+SQLite targets serve from one process: a second process over the same file would keep its own
+in-memory vector index and graph working copy beside the first one's, and SQLite lets one
+writer in at a time anyway, so more processes would only queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from engramdb.core.errors import UsageError
+from engramdb.service.settings import ServiceSettings
+from engramdb.storage.registry import split_target
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+#: The environment variable that carries the workers' settings (JSON).
+SPEC_VARIABLE = "ENGRAM_SERVE_WORKER_SPEC"
+#: What uvicorn imports in each worker.
+FACTORY = "engramdb.service.workers:app_from_environment"
+
+
+def check_workers(target: str, workers: int) -> None:
+    """Refuse ``workers`` processes on ``target`` where they cannot share it.
+
+    Raises:
+        UsageError: fewer than one worker, or more than one on a SQLite target.
+    """
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if workers > 1 and split_target(target)[0] == "sqlite":
+        raise UsageError(
+            "--workers above 1 needs a PostgreSQL database: a SQLite file is served by one "
+            "process (each would keep its own vector index, and SQLite admits one writer)"
+        )
+
+
+def worker_environment(settings: ServiceSettings, target: str, *, vectors: bool) -> str:
+    """The value of ``SPEC_VARIABLE`` that makes workers serve ``target`` with ``settings``."""
+    return json.dumps(
+        {"settings": dataclasses.asdict(settings), "db": target, "vectors": vectors},
+        separators=(",", ":"),
+    )
+
+
+def app_from_environment() -> FastAPI:
+    """The application one worker serves, built from ``SPEC_VARIABLE`` (uvicorn's factory).
+
+    Raises:
+        UsageError: the variable is missing (this was not started by ``engram serve``).
+    """
+    from engramdb.engine import EngineConfig
+    from engramdb.service.app import create_app
+
+    raw = os.environ.get(SPEC_VARIABLE)
+    if raw is None:
+        raise UsageError(f"{SPEC_VARIABLE} is not set: start workers with engram serve --workers")
+    spec: dict[str, Any] = json.loads(raw)
+    config = EngineConfig() if spec["vectors"] else EngineConfig(embedder=None)
+    return create_app(ServiceSettings(**spec["settings"]), db=spec["db"], config=config)
