@@ -1,11 +1,12 @@
 """Load benchmark of the REST service: N concurrent SDK clients against a real ``engram serve``.
 
-Starts ``engram serve`` (local mode, one process) on a free loopback port with a fresh SQLite
-file (or, with ``--postgres SERVER_URL``, a throwaway database created on that PostgreSQL
-server and dropped afterwards), then runs ``--clients`` concurrent ``MemoryClient`` loops for
-``--seconds``. Each client acts as its own user and draws its next operation at random: 40 %
-episodic writes (``log_interaction``), 20 % semantic writes (``store_knowledge``), 25 %
-episodic searches and 15 % semantic searches. Every call's latency is recorded, per kind.
+Starts ``engram serve`` (local mode, one process unless ``--workers``) on a free loopback
+port with a fresh SQLite file (or, with ``--postgres SERVER_URL``, a throwaway database
+created on that PostgreSQL server and dropped afterwards), then runs ``--clients`` concurrent
+``MemoryClient`` loops for ``--seconds``. Each client acts as its own user and draws its next
+operation at random: 40 % episodic writes (``log_interaction``), 20 % semantic writes
+(``store_knowledge``), 25 % episodic searches and 15 % semantic searches. Every call's latency
+is recorded, per kind.
 
 After the run the server is stopped and the database opened directly: every write the
 service acknowledged must be stored (looked up by the id it returned), so the count of lost
@@ -16,6 +17,8 @@ Run by hand (not in CI)::
     python bench/bench_service_load.py --clients 8 --seconds 30
     python bench/bench_service_load.py --clients 8 --seconds 30 --no-vectors
     python bench/bench_service_load.py --clients 8 --seconds 30 \
+        --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    python bench/bench_service_load.py --clients 50 --seconds 30 --workers 2 \
         --postgres postgresql://postgres@127.0.0.1:5432/postgres
 
 Results are printed as a table and written as JSON to ``bench/results/`` (git-ignored).
@@ -152,9 +155,11 @@ def database(tmp: Path, postgres: str | None) -> Iterator[str]:
             conn.execute(drop)
 
 
-def start_server(db: str, logs: Path, port: int, vectors: bool) -> subprocess.Popen[bytes]:
+def start_server(
+    db: str, logs: Path, port: int, vectors: bool, workers: int
+) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-m", "engramdb.cli", "--db", db, "serve"]
-    args += ["--host", "127.0.0.1", "--port", str(port)]
+    args += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if not vectors:
         args.append("--no-vectors")
     log = (logs / "serve.log").open("wb")  # a file, not a pipe nobody drains
@@ -173,11 +178,11 @@ def start_server(db: str, logs: Path, port: int, vectors: bool) -> subprocess.Po
 
 
 async def bench(
-    clients: int, seconds: float, vectors: bool, postgres: str | None
+    clients: int, seconds: float, vectors: bool, postgres: str | None, workers: int = 1
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, database(Path(tmp), postgres) as db:
         port = free_port()
-        server = start_server(db, Path(tmp), port, vectors)
+        server = start_server(db, Path(tmp), port, vectors, workers)
         try:
             started = time.monotonic()
             logs = await asyncio.gather(
@@ -202,6 +207,7 @@ async def bench(
         "clients": clients,
         "seconds": round(elapsed, 2),
         "vectors": vectors,
+        "workers": workers,
         "operations": len(everything),
         "throughput_ops_s": round(len(everything) / elapsed, 1),
         "latency_ms": {
@@ -217,7 +223,8 @@ async def bench(
 
 def show(result: dict[str, Any]) -> None:
     table = Table(
-        title=f"{result['backend']}, {result['clients']} clients, {result['seconds']} s, vectors "
+        title=f"{result['backend']}, {result['workers']} worker(s), {result['clients']} clients, "
+        f"{result['seconds']} s, vectors "
         f"{'on' if result['vectors'] else 'off'}: {result['throughput_ops_s']} ops/s"
     )
     for column in ("operation", "count", "p50 ms", "p95 ms", "p99 ms", "max ms"):
@@ -240,9 +247,18 @@ def main() -> None:
         metavar="SERVER_URL",
         help="serve a throwaway database on this PostgreSQL server instead of SQLite",
     )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="engram serve --workers (above 1: PostgreSQL)"
+    )
     options = parser.parse_args()
     result = asyncio.run(
-        bench(options.clients, options.seconds, not options.no_vectors, options.postgres)
+        bench(
+            options.clients,
+            options.seconds,
+            not options.no_vectors,
+            options.postgres,
+            options.workers,
+        )
     )
     result["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count()}
     result["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
