@@ -17,22 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
-import json
-import os
-import platform
 import random
 import time
-from pathlib import Path
 from typing import Any
 
-from bench_common import percentiles
+from bench_common import percentiles, save_result
 from rich.console import Console
 from rich.table import Table
 
 from engramdb.index import BatchingEmbedder, Embedder, MiniLMEmbedder
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 WORDS = (
     "invoice billing refund lisbon cat miso garden coffee meeting deadline report travel "
     "flight hotel budget python database memory agent plan research summary weekend"
@@ -97,17 +91,7 @@ def main() -> None:
             *(f"{cut[p]:.1f}" for p in ("p50", "p95", "p99")),
         )
     Console().print(table)
-    result = {
-        "rows": rows,
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "load_average": os.getloadavg(),
-    }
-    RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    out = RESULTS_DIR / f"embed-batching-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2))
-    print(f"written to {out}")
+    save_result("embed-batching", {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -28,10 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
-import json
 import os
-import platform
 import random
 import socket
 import subprocess
@@ -48,7 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import psycopg
-from bench_common import percentiles
+from bench_common import percentiles, save_result
 from rich.console import Console
 from rich.table import Table
 
@@ -57,7 +54,6 @@ from engramdb.client import MemoryClient
 from engramdb.engine import EngineConfig
 from engramdb.service.settings import LOCAL_TENANT
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MIX = (
     ("episodic.write", 40),
     ("semantic.write", 20),
@@ -260,14 +256,8 @@ def main() -> None:
             options.workers,
         )
     )
-    result["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count()}
-    result["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     show(result)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    out = RESULTS_DIR / f"service-load-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2))
-    print(f"written to {out}")
+    save_result("service-load", result)
 
 
 if __name__ == "__main__":
