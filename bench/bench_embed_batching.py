@@ -3,12 +3,13 @@
 What a busy service asks of its model: ``--callers`` concurrent loops, each embedding one
 sentence of 6–14 words at a time (a query, or a turn) for ``--seconds``. Run against the bare
 MiniLM embedder (each call its own model run, in turn on the model's thread) and against the
-same model behind a ``BatchingEmbedder`` (calls that meet are one model run), alternating,
-``--rounds`` times each. Reports texts/s and per-call latency.
+same model behind a ``BatchingEmbedder`` (calls that meet are one model run) that sends a
+batch at once or collects for 2 ms first, alternating, ``--rounds`` times each. Reports
+texts/s and per-call latency.
 
 Run by hand (not in CI)::
 
-    python bench/bench_embed_batching.py --callers 8 50 --seconds 10 --rounds 2
+    python bench/bench_embed_batching.py --callers 1 8 50 --seconds 10 --rounds 2
 
 Results are printed as a table and written as JSON to ``bench/results/`` (git-ignored).
 """
@@ -60,7 +61,11 @@ async def measure(embedder: Embedder, callers: int, seconds: float) -> dict[str,
 async def bench(callers: list[int], seconds: float, rounds: int) -> list[dict[str, Any]]:
     model = MiniLMEmbedder()
     await model.load()
-    variants: dict[str, Embedder] = {"one call each": model, "batched": BatchingEmbedder(model)}
+    variants: dict[str, Embedder] = {
+        "one call each": model,
+        "batched, no wait": BatchingEmbedder(model, max_wait_s=0.0),
+        "batched, 2 ms wait": BatchingEmbedder(model, max_wait_s=0.002),
+    }
     rows = []
     for count in callers:
         for round_ in range(rounds):
@@ -73,7 +78,7 @@ async def bench(callers: list[int], seconds: float, rounds: int) -> list[dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--callers", type=int, nargs="+", default=[8, 50])
+    parser.add_argument("--callers", type=int, nargs="+", default=[1, 8, 50])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     options = parser.parse_args()

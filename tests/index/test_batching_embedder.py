@@ -84,6 +84,21 @@ async def test_texts_arriving_while_a_batch_runs_make_up_the_next_batch() -> Non
     assert np.array_equal(np.stack(rows), expected(inner, ["first"] + inner.calls[1]))
 
 
+async def test_a_lone_call_at_an_idle_model_does_not_wait_for_company() -> None:
+    inner = GatedEmbedder()
+    batching = BatchingEmbedder(inner, max_wait_s=30.0)
+    assert np.array_equal(
+        await asyncio.wait_for(batching.embed_one("alone"), 5), inner.vector("alone")
+    )
+    # Texts arriving just after a batch (the model busy moments ago) collect for max_wait_s:
+    # a full batch need not wait that long.
+    full = BatchingEmbedder(inner, max_wait_s=30.0, max_texts=2)
+    await full.embed_one("warm")
+    rows = await asyncio.wait_for(asyncio.gather(full.embed_one("p"), full.embed_one("q")), 5)
+    assert inner.calls[-1] == ["p", "q"]
+    assert np.array_equal(np.stack(rows), expected(inner, ["p", "q"]))
+
+
 async def test_a_batch_never_holds_more_than_max_texts() -> None:
     inner = GatedEmbedder()
     batching = BatchingEmbedder(inner, max_wait_s=0.05, max_texts=3)

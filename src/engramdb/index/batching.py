@@ -31,8 +31,9 @@ from engramdb.index.embedder import (
     empty_matrix,
 )
 
-#: How long a batch waits for company after its first text arrives. Under load batches fill
-#: while the previous one runs, so this only delays a lone request, and by little.
+#: How long a batch waits for company after its first text arrives, when the model is busy:
+#: a request arriving at an idle model is sent at once. Under load batches fill while the
+#: previous one runs, and this lets the callers just answered join the next one.
 DEFAULT_MAX_WAIT_S = 0.002
 #: Texts per batch: enough for several requests' turns and sentences, few enough that one
 #: batch does not hold the model for long (the wrapped embedder still cuts it into its own
@@ -46,6 +47,8 @@ class _Batch:
 
     opened: float
     result: asyncio.Future[FloatArray]
+    # Opened while the lane was idle: a lone request, sent without waiting for company.
+    eager: bool
     rows: dict[str, int] = field(default_factory=dict)
     full: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -56,6 +59,7 @@ class _Lane:
 
     waiting: deque[_Batch] = field(default_factory=deque)
     sender: asyncio.Task[None] | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class BatchingEmbedder(WrappingEmbedder):
@@ -65,6 +69,9 @@ class BatchingEmbedder(WrappingEmbedder):
     anyway, and texts arriving meanwhile make the next batch larger instead of queueing one
     by one. A call with more than ``max_texts`` texts (a rebuild) goes to ``inner`` directly.
     The same text asked twice in one batch is embedded once.
+
+    A call that finds the model idle is sent at once; while batches are running or were
+    running within ``max_wait_s``, a new batch collects for up to ``max_wait_s`` first.
 
     A caller that is cancelled stops waiting; the batch it joined still runs for the others.
     A failure of ``inner`` is raised to every caller of that batch, and later batches try
@@ -131,8 +138,10 @@ class BatchingEmbedder(WrappingEmbedder):
         batch = lane.waiting[-1] if lane.waiting else None
         fresh = set(texts) - (set(batch.rows) if batch is not None else set())
         if batch is None or batch.full.is_set() or len(batch.rows) + len(fresh) > self._max_texts:
-            batch = _Batch(opened=loop.time(), result=loop.create_future())
+            idle = lane.sender is None or lane.sender.done()
+            batch = _Batch(opened=loop.time(), result=loop.create_future(), eager=idle)
             lane.waiting.append(batch)
+            lane.arrived.set()
         for text in texts:
             batch.rows.setdefault(text, len(batch.rows))
         if len(batch.rows) >= self._max_texts:
@@ -145,12 +154,21 @@ class BatchingEmbedder(WrappingEmbedder):
 
     async def _send(self, lane: _Lane) -> None:
         """Send the lane's batches to the wrapped embedder, one call at a time, until none
-        is left."""
+        is left for ``max_wait_s``."""
         loop = asyncio.get_running_loop()
-        while lane.waiting:
+        while True:
+            if not lane.waiting:
+                # Callers just answered often ask again at once: their texts should meet in
+                # one batch, not race off one by one as if the lane were idle.
+                lane.arrived.clear()
+                if self._max_wait_s > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(lane.arrived.wait(), self._max_wait_s)
+                if not lane.waiting:
+                    return
             batch = lane.waiting[0]
             left = batch.opened + self._max_wait_s - loop.time()
-            if left > 0 and not batch.full.is_set():
+            if not batch.eager and left > 0 and not batch.full.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(batch.full.wait(), left)
             # Closed from here on: later texts open the next batch.
