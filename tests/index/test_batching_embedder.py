@@ -90,8 +90,11 @@ async def test_a_lone_call_at_an_idle_model_does_not_wait_for_company() -> None:
     assert np.array_equal(
         await asyncio.wait_for(batching.embed_one("alone"), 5), inner.vector("alone")
     )
-    # Texts arriving just after a batch (the model busy moments ago) collect for max_wait_s:
-    # a full batch need not wait that long.
+    # One caller asking again and again (a write's embeddings, one after another) has no
+    # company to wait for either.
+    for text in ("then", "and then"):
+        await asyncio.wait_for(batching.embed_one(text), 5)
+    # A full batch need not wait for max_wait_s.
     full = BatchingEmbedder(inner, max_wait_s=30.0, max_texts=2)
     await full.embed_one("warm")
     rows = await asyncio.wait_for(asyncio.gather(full.embed_one("p"), full.embed_one("q")), 5)

@@ -51,6 +51,7 @@ class _Batch:
     eager: bool
     rows: dict[str, int] = field(default_factory=dict)
     full: asyncio.Event = field(default_factory=asyncio.Event)
+    callers: int = 0
 
 
 @dataclass(eq=False)
@@ -60,6 +61,8 @@ class _Lane:
     waiting: deque[_Batch] = field(default_factory=deque)
     sender: asyncio.Task[None] | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    # Whether the last batch sent served several callers: only then is company worth a wait.
+    crowded: bool = False
 
 
 class BatchingEmbedder(WrappingEmbedder):
@@ -70,8 +73,9 @@ class BatchingEmbedder(WrappingEmbedder):
     by one. A call with more than ``max_texts`` texts (a rebuild) goes to ``inner`` directly.
     The same text asked twice in one batch is embedded once.
 
-    A call that finds the model idle is sent at once; while batches are running or were
-    running within ``max_wait_s``, a new batch collects for up to ``max_wait_s`` first.
+    A call that finds the model idle, or serving one caller at a time, is sent at once; while
+    batches of several callers run (or ran within ``max_wait_s``), a new batch collects for up
+    to ``max_wait_s`` first.
 
     A caller that is cancelled stops waiting; the batch it joined still runs for the others.
     A failure of ``inner`` is raised to every caller of that batch, and later batches try
@@ -138,10 +142,13 @@ class BatchingEmbedder(WrappingEmbedder):
         batch = lane.waiting[-1] if lane.waiting else None
         fresh = set(texts) - (set(batch.rows) if batch is not None else set())
         if batch is None or batch.full.is_set() or len(batch.rows) + len(fresh) > self._max_texts:
-            idle = lane.sender is None or lane.sender.done()
+            # A lone caller asking again (a write's embeddings one after another) must not
+            # wait for company that is not coming.
+            idle = lane.sender is None or lane.sender.done() or not lane.crowded
             batch = _Batch(opened=loop.time(), result=loop.create_future(), eager=idle)
             lane.waiting.append(batch)
             lane.arrived.set()
+        batch.callers += 1
         for text in texts:
             batch.rows.setdefault(text, len(batch.rows))
         if len(batch.rows) >= self._max_texts:
@@ -174,6 +181,7 @@ class BatchingEmbedder(WrappingEmbedder):
             # Closed from here on: later texts open the next batch.
             batch.full.set()
             lane.waiting.popleft()
+            lane.crowded = batch.callers > 1
             await self._run(batch)
 
     async def _run(self, batch: _Batch) -> None:
