@@ -31,8 +31,8 @@ from engramdb.index.embedder import (
     empty_matrix,
 )
 
-#: How long a batch waits for company after its first text arrives, when the model is busy:
-#: a request arriving at an idle model is sent at once. Under load batches fill while the
+#: How long a batch waits for company after its first text arrives, while the model serves
+#: several callers: a request arriving at an idle model is sent at once. Under load batches fill while the
 #: previous one runs, and this lets the callers just answered join the next one.
 DEFAULT_MAX_WAIT_S = 0.002
 #: Texts per batch: enough for several requests' turns and sentences, few enough that one
