@@ -32,8 +32,8 @@ from engramdb.index.embedder import (
 )
 
 #: How long a batch waits for company after its first text arrives, while the model serves
-#: several callers: a request arriving at an idle model is sent at once. Under load batches fill while the
-#: previous one runs, and this lets the callers just answered join the next one.
+#: several callers: a request arriving at an idle model is sent at once. Under load batches
+#: fill while the previous one runs, and this lets the callers just answered join the next.
 DEFAULT_MAX_WAIT_S = 0.002
 #: Texts per batch: enough for several requests' turns and sentences, few enough that one
 #: batch does not hold the model for long (the wrapped embedder still cuts it into its own
