@@ -42,6 +42,7 @@ from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
 from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.semantic import PUBLIC_SPEC, SEMANTIC_SPEC, SemanticMemory
 from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
+from engramdb.orchestrator.store_items import STORE_ITEMS_SPEC
 from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
 from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
@@ -71,13 +72,15 @@ from engramdb.storage.registry import open_backend
 
 PERSISTENT_PROVIDER_ID = "event_sourced"
 #: Namespaces of records that are not memories (task contexts, plans, sessions, tenancy,
-#: stored answers): logged, rebuilt, exported and swept like the rest, never recalled.
+#: stored answers, document-store items): logged, rebuilt, exported and swept like the rest,
+#: never recalled.
 RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     TASK_SPEC,
     PLAN_SPEC,
     SESSION_SPEC,
     *TENANCY_SPECS,
     IDEMPOTENCY_SPEC,
+    STORE_ITEMS_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 

@@ -1,0 +1,420 @@
+"""``EngramStore``: LangGraph's ``BaseStore`` backed by an Engram database, on SQLite or
+PostgreSQL.
+
+Each item is one record of the ``store_items`` namespace in the store's scope (tenant, user,
+agent): its record key encodes the item's namespace and key (``keys``), its value keeps the
+item with its namespace and the texts chosen for search. Every put and delete appends its
+``memory.written`` / ``memory.deleted`` event in the same transaction as the change, one
+transaction per batch, so the store is replayable and rebuildable like all of Engram.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from engramdb.core.errors import EmbedderUnavailableError, UsageError, ValidationError
+from engramdb.core.events import EventEnvelope, MemoryDeleted, MemoryWritten, TraceContext
+from engramdb.core.scope import DEFAULT_TENANT, Scope
+from engramdb.core.types import utc_now
+from engramdb.core.validation import normalize_value, validate_key
+from engramdb.engine import Engine, EngineConfig
+from engramdb.engine import open as open_engine
+from engramdb.integrations.langgraph.keys import namespace_prefix, record_key, split_record_key
+from engramdb.integrations.langgraph.matching import check_filter, matches, namespace_matches
+from engramdb.integrations.langgraph.ranking import hybrid_scores, own_vector_scores, pack_vectors
+from engramdb.orchestrator.store_items import CONTENT_TYPE, NAMESPACE, STORE_ITEMS_SPEC
+from engramdb.providers.projection import written_record
+from engramdb.storage.records import Delete, Put, Record, RecordQuery
+from engramdb.storage.records import Op as StorageOp
+
+_MS_PER_MINUTE = 60_000
+
+
+class EngramStore(BaseStore):
+    """A LangGraph store whose items live in an Engram database.
+
+    Args:
+        engine: the open Engram database.
+        tenant, user, agent: the scope the items belong to; another scope sees none of them.
+        index: what to index for ``search(query=...)``. ``fields`` choose the text (JSON
+            paths, default the whole value); with ``embed``, queries are ranked by cosine
+            similarity to vectors of that embedding function; without, by Engram's hybrid
+            search (BM25 and the engine's model). With no ``index`` at all the whole value
+            is indexed for Engram's hybrid search.
+        ttl: ``default_ttl`` (minutes) for new items, and whether reads refresh an item's
+            TTL (``refresh_on_read``, default true). Expired items read as missing.
+
+    Example::
+
+        async with EngramStore.open("memory.db", tenant="acme", user="alice") as store:
+            await store.aput(("memories", "alice"), "city", {"text": "lives in Lisbon"})
+            hits = await store.asearch(("memories", "alice"), query="where does she live?")
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        user: str | None = None,
+        agent: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self.engine = engine
+        self.scope = Scope(tenant=tenant, user=user, agent=agent)
+        self.partition = self.scope.narrow(STORE_ITEMS_SPEC.levels)
+        self.index_config = index
+        self.ttl_config = ttl
+        embed = index.get("embed") if index else None
+        self.embeddings = ensure_embeddings(embed) if embed is not None else None
+        self._fields = [
+            (path, tokenize_path(path)) for path in (index or {}).get("fields") or ["$"]
+        ]
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        target: str | Path,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        user: str | None = None,
+        agent: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        config: EngineConfig | None = None,
+    ) -> AsyncIterator[EngramStore]:
+        """Open the Engram database at ``target`` (a SQLite path or a ``postgresql://`` URL)
+        as a store; the database closes when the block ends."""
+        async with open_engine(target, config=config) as engine:
+            yield cls(engine, tenant=tenant, user=user, agent=agent, index=index, ttl=ttl)
+
+    # -- the two primitives --------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` from a thread other than the engine's event loop (LangGraph calls this
+        from the worker threads of synchronous nodes); waits for the results.
+
+        Raises:
+            UsageError: called on the event loop's own thread (use ``abatch`` there), or
+                before the store has seen the loop its database runs on.
+        """
+        loop = self._loop
+        if loop is None:
+            raise UsageError(
+                "EngramStore.batch needs the event loop its database runs on: create the "
+                "store inside that loop (or call abatch there once)"
+            )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise UsageError(
+                "a synchronous store call on the event loop's own thread would wait for "
+                "itself; use the async methods (aget, aput, asearch, ...) there"
+            )
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops``: every put and delete first, in one transaction (the last put of a key
+        wins), then the reads in order; TTLs refreshed by the reads are written last.
+
+        Raises:
+            InvalidNamespaceError: a namespace is empty or has a bad label.
+            ValidationError: a key, value or filter cannot be stored or evaluated.
+        """
+        self._loop = asyncio.get_running_loop()
+        listed = list(ops)
+        for op in listed:
+            _check_op(op)
+        puts = {(op.namespace, op.key): op for op in listed if isinstance(op, PutOp)}
+        if puts:
+            await self._write(list(puts.values()))
+        results: list[Result] = []
+        refresh: dict[str, Record] = {}
+        for op in listed:
+            if isinstance(op, GetOp):
+                record = await self._get(op.namespace, op.key)
+                results.append(None if record is None else _item(record))
+                if record is not None and op.refresh_ttl and record.ttl_ms:
+                    refresh[record.key] = record
+            elif isinstance(op, SearchOp):
+                found = await self._search(op)
+                results.append([hit for hit, _ in found])
+                if op.refresh_ttl:
+                    refresh.update((r.key, r) for _, r in found if r.ttl_ms)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(await self._list_namespaces(op))
+            else:
+                results.append(None)
+        if refresh:
+            await self._refresh(list(refresh.values()))
+        return results
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def _write(self, puts: Sequence[PutOp]) -> None:
+        writes = [op for op in puts if op.value is not None]
+        deletes = [record_key(op.namespace, op.key) for op in puts if op.value is None]
+        wrappers = [await self._wrapper(op) for op in writes]
+        events = [
+            MemoryWritten(
+                key=validate_key(record_key(op.namespace, op.key)),
+                value=wrapper,
+                value_type="dict",
+                content_type=CONTENT_TYPE,
+                provider_id=NAMESPACE,
+                ttl_ms=_ttl_ms(op.ttl),
+            )
+            for op, wrapper in zip(writes, wrappers, strict=True)
+        ]
+        present = (
+            await self.engine.backend.keys(self._query(keys=tuple(deletes))) if deletes else []
+        )
+        gone = [MemoryDeleted(key=key, provider_id=NAMESPACE) for key in present]
+        await self._commit(events, gone)
+
+    async def _wrapper(self, op: PutOp) -> dict[str, Any]:
+        if not isinstance(op.value, dict):
+            raise ValidationError(
+                f"a store value must be a dict, got {type(op.value).__name__}", field="value"
+            )
+        texts = self._texts(op)
+        wrapper: dict[str, Any] = {
+            "namespace": list(op.namespace),
+            "key": op.key,
+            "value": op.value,
+            "texts": texts,
+        }
+        if self.embeddings is not None and texts:
+            vectors = await self.embeddings.aembed_documents(texts)
+            dims = (self.index_config or {}).get("dims")
+            if dims is not None and any(len(v) != dims for v in vectors):
+                raise ValidationError(
+                    f"the embedding function returned vectors of another size than dims={dims}"
+                )
+            wrapper["vectors"] = pack_vectors(vectors)
+        stored, _ = normalize_value(wrapper, max_bytes=self.engine.config.max_value_bytes)
+        return dict(stored)
+
+    def _texts(self, op: PutOp) -> list[str]:
+        if op.index is False:
+            return []
+        paths = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
+        texts: list[str] = []
+        for path, tokens in paths:
+            texts += get_text_at_path(op.value, "$" if path == "$" else tokens)
+        return [text for text in texts if text.strip()]
+
+    async def _commit(
+        self,
+        written: Sequence[MemoryWritten],
+        deleted: Sequence[MemoryDeleted],
+        kept_vectors: dict[str, tuple[bytes, bytes | None]] | None = None,
+    ) -> None:
+        """Store ``written`` and ``deleted`` with their events in one transaction. Items
+        are embedded by the engine's model unless the store embeds them itself (or
+        ``kept_vectors`` holds the vectors they already have)."""
+        if not written and not deleted:
+            return
+        engine, spec = self.engine, STORE_ITEMS_SPEC
+        trace = TraceContext()
+        envelopes: list[EventEnvelope] = [
+            event.to_envelope(scope=self.scope, producer=engine.producer, trace=trace)
+            for event in (*written, *deleted)
+        ]
+        records = [
+            written_record(spec, self.scope, event, envelope.occurred_at)
+            for event, envelope in zip(written, envelopes, strict=False)
+        ]
+        fresh = [
+            r
+            for r in records
+            if self.embeddings is None and r.text and r.key not in (kept_vectors or {})
+        ]
+        embedded = await engine.indexer.embed_for_write(spec, fresh) if fresh else None
+        vectors: dict[str, tuple[bytes, bytes | None]] = dict(kept_vectors or {})
+        if embedded is not None:
+            vectors.update(
+                (r.key, (whole, parts)) for r, whole, parts in zip(fresh, *embedded, strict=True)
+            )
+            envelopes += [engine.indexer.indexed_event(r, self.scope, trace) for r in fresh]
+        model = engine.indexer.model
+        ops: list[StorageOp] = [
+            Put(r, vector=vectors[r.key][0], model=model, parts=vectors[r.key][1])
+            if r.key in vectors
+            else Put(r)
+            for r in records
+        ]
+        ops += [Delete(NAMESPACE, self.partition, event.key) for event in deleted]
+        result = await engine.backend.commit(ops, envelopes)
+        if fresh:
+            stored = {r.key: r for r in result.stored}
+            engine.indexer.written(spec, [stored[r.key] for r in fresh], embedded)
+
+    async def _refresh(self, records: Sequence[Record]) -> None:
+        """Restart the TTL of ``records`` as of now: each is written again, unchanged but for
+        the time it was last updated, with the vectors it has."""
+        kept: dict[str, tuple[bytes, bytes | None]] = {}
+        model = self.engine.indexer.model
+        ids = tuple(r.id for r in records if r.id is not None)
+        if model and ids and self.engine.indexer.embedder is not None:
+            width = self.engine.indexer.embedder.dimensions * 4
+            sets = await self.engine.backend.search.vector_sets(self._query(ids=ids), model)
+            by_id = {r.id: r.key for r in records}
+            for record_id, blob in sets.items():
+                kept[by_id[record_id]] = (blob[:width], blob[width:] or None)
+        events = [
+            MemoryWritten(
+                key=r.key,
+                value={**r.value, "updated_at": _updated(r).isoformat()},
+                value_type="dict",
+                content_type=CONTENT_TYPE,
+                provider_id=NAMESPACE,
+                ttl_ms=r.ttl_ms,
+            )
+            for r in records
+        ]
+        await self._commit(events, [], kept)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _query(self, **fields: Any) -> RecordQuery:
+        return RecordQuery(NAMESPACE, self.partition, **fields)
+
+    async def _get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        record = await self.engine.backend.get(
+            NAMESPACE, self.partition, record_key(namespace, key)
+        )
+        if record is None or record.hidden_at is not None:
+            return None
+        if record.expires_at is not None and record.expires_at <= utc_now():
+            return None
+        return record
+
+    async def _search(self, op: SearchOp) -> list[tuple[SearchItem, Record]]:
+        check_filter(op.filter)
+        if op.limit < 0 or op.offset < 0:
+            raise ValidationError("limit and offset must not be negative")
+        prefix = namespace_prefix(op.namespace_prefix) or None
+        if not op.filter and not op.query:
+            page = await self.engine.backend.scan(
+                self._query(prefix=prefix, alive_at=utc_now(), limit=op.limit, offset=op.offset)
+            )
+            return [(_search_item(r, None), r) for r in page]
+        candidates = [
+            r
+            for r in await self.engine.backend.scan(self._query(prefix=prefix, alive_at=utc_now()))
+            if matches(r.value.get("value", {}), op.filter)
+        ]
+        scores = await self._scores(op.query, candidates) if op.query else {}
+        ranked = sorted(
+            (r for r in candidates if r.id in scores),
+            key=lambda r: -scores[r.id or 0],
+        ) + [r for r in candidates if r.id not in scores]
+        page = ranked[op.offset : op.offset + op.limit]
+        return [(_search_item(r, scores.get(r.id or 0)), r) for r in page]
+
+    async def _scores(self, query: str, candidates: Sequence[Record]) -> dict[int, float]:
+        if self.embeddings is not None:
+            try:
+                vector = await self.embeddings.aembed_query(query)
+            except EmbedderUnavailableError:
+                return {}
+            return own_vector_scores(vector, candidates)
+        return await hybrid_scores(
+            self.engine.backend, self.engine.indexer, self.partition, query, candidates
+        )
+
+    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        if op.limit < 0 or op.offset < 0:
+            raise ValidationError("limit and offset must not be negative")
+        if op.max_depth is not None and op.max_depth < 1:
+            raise ValidationError("max_depth must be at least 1")
+        keys = await self.engine.backend.keys(self._query(alive_at=utc_now()))
+        found = {split_record_key(key)[0] for key in keys}
+        kept = {
+            namespace[: op.max_depth] if op.max_depth is not None else namespace
+            for namespace in found
+            if all(
+                namespace_matches(namespace, c.match_type, c.path)
+                for c in op.match_conditions or ()
+            )
+        }
+        return sorted(kept)[op.offset : op.offset + op.limit]
+
+
+def _check_op(op: Op) -> None:
+    """LangGraph's namespace rules for ops given to ``batch`` directly (the convenience
+    methods check them already): labels are non-empty strings without ``.``, and an item
+    has a namespace."""
+    validate_op_namespace(op)
+    if isinstance(op, PutOp) and not op.namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    if isinstance(op, PutOp | GetOp) and not isinstance(op.key, str):
+        raise ValidationError(f"an item key must be a string, got {type(op.key).__name__}")
+    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+        raise ValidationError(f"unknown store operation {type(op).__name__}")
+
+
+def _ttl_ms(minutes: float | None) -> int | None:
+    if minutes is None:
+        return None
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0:
+        raise ValidationError(f"ttl must be a positive number of minutes, got {minutes!r}")
+    return max(1, round(minutes * _MS_PER_MINUTE))
+
+
+def _updated(record: Record) -> datetime:
+    kept = record.value.get("updated_at")
+    if isinstance(kept, str):
+        return datetime.fromisoformat(kept)
+    return record.updated_at or record.created_at
+
+
+def _item(record: Record) -> Item:
+    namespace, key = split_record_key(record.key)
+    return Item(
+        namespace=namespace,
+        key=key,
+        value=record.value["value"],
+        created_at=record.created_at,
+        updated_at=_updated(record),
+    )
+
+
+def _search_item(record: Record, score: float | None) -> SearchItem:
+    item = _item(record)
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
