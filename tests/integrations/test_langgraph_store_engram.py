@@ -231,3 +231,24 @@ def test_matching_rules() -> None:
     assert namespace_matches(("a", "b", "c"), "prefix", ("a", "*"))
     assert namespace_matches(("a", "b", "c"), "suffix", ("*", "c"))
     assert not namespace_matches(("a",), "prefix", ("a", "b"))
+
+
+async def test_the_ttl_sweeper_removes_expired_items(any_engine: Engine) -> None:
+    store = EngramStore(any_engine, tenant="acme", ttl={"sweep_interval_minutes": 1})
+    await store.aput(("a",), "brief", {"n": 1}, ttl=0.001)
+    await store.aput(("a",), "kept", {"n": 2})
+    await asyncio.sleep(0.2)
+    assert await stored(store, ("a",), "brief") is not None  # expired, not yet swept
+    assert await asyncio.to_thread(store.sweep_ttl) == 1
+    assert await stored(store, ("a",), "brief") is None
+    await store.aput(("a",), "brief", {"n": 1}, ttl=0.001)
+    await store.start_ttl_sweeper(0.002)  # every 120 ms
+    for _ in range(50):
+        if await stored(store, ("a",), "brief") is None:
+            break
+        await asyncio.sleep(0.1)
+    assert await store.stop_ttl_sweeper()
+    assert await stored(store, ("a",), "brief") is None
+    assert await stored(store, ("a",), "kept") is not None
+    expired = await any_engine.events.read(EventQuery(event_types=("memory.expired",)))
+    assert len(expired) == 2

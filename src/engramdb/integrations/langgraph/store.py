@@ -11,11 +11,12 @@ transaction per batch, so the store is replayable and rebuildable like all of En
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+import logging
+from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
@@ -36,7 +37,12 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from engramdb.core.errors import EmbedderUnavailableError, UsageError, ValidationError
+from engramdb.core.errors import (
+    EmbedderUnavailableError,
+    EngramError,
+    UsageError,
+    ValidationError,
+)
 from engramdb.core.events import EventEnvelope, MemoryDeleted, MemoryWritten, TraceContext
 from engramdb.core.scope import DEFAULT_TENANT, Scope
 from engramdb.core.types import utc_now
@@ -47,11 +53,14 @@ from engramdb.integrations.langgraph.keys import namespace_prefix, record_key, s
 from engramdb.integrations.langgraph.matching import check_filter, matches, namespace_matches
 from engramdb.integrations.langgraph.ranking import hybrid_scores, own_vector_scores, pack_vectors
 from engramdb.orchestrator.store_items import CONTENT_TYPE, NAMESPACE, STORE_ITEMS_SPEC
+from engramdb.providers.event_sourced import expire_records
 from engramdb.providers.projection import written_record
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.records import Op as StorageOp
 
 _MS_PER_MINUTE = 60_000
+_log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class EngramStore(BaseStore):
@@ -97,6 +106,7 @@ class EngramStore(BaseStore):
         self._fields = [
             (path, tokenize_path(path)) for path in (index or {}).get("fields") or ["$"]
         ]
+        self._sweeper: asyncio.Task[None] | None = None
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -116,9 +126,16 @@ class EngramStore(BaseStore):
         config: EngineConfig | None = None,
     ) -> AsyncIterator[EngramStore]:
         """Open the Engram database at ``target`` (a SQLite path or a ``postgresql://`` URL)
-        as a store; the database closes when the block ends."""
+        as a store; the database closes when the block ends. A ``ttl`` config with
+        ``sweep_interval_minutes`` sweeps expired items that often meanwhile."""
         async with open_engine(target, config=config) as engine:
-            yield cls(engine, tenant=tenant, user=user, agent=agent, index=index, ttl=ttl)
+            store = cls(engine, tenant=tenant, user=user, agent=agent, index=index, ttl=ttl)
+            if (ttl or {}).get("sweep_interval_minutes"):
+                await store.start_ttl_sweeper()
+            try:
+                yield store
+            finally:
+                await store.stop_ttl_sweeper()
 
     # -- the two primitives --------------------------------------------------------------
 
@@ -130,22 +147,66 @@ class EngramStore(BaseStore):
             UsageError: called on the event loop's own thread (use ``abatch`` there), or
                 before the store has seen the loop its database runs on.
         """
+        return self._blocking(self.abatch(ops))
+
+    def _blocking(self, work: Coroutine[Any, Any, R]) -> R:
+        """Run ``work`` on the engine's event loop from another thread and wait for it."""
         loop = self._loop
-        if loop is None:
-            raise UsageError(
-                "EngramStore.batch needs the event loop its database runs on: create the "
-                "store inside that loop (or call abatch there once)"
-            )
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:
+        if loop is None or running is loop:
+            work.close()
             raise UsageError(
-                "a synchronous store call on the event loop's own thread would wait for "
+                "EngramStore needs the event loop its database runs on: create the store "
+                "inside that loop (or call an async method there once)"
+                if loop is None
+                else "a synchronous store call on the event loop's own thread would wait for "
                 "itself; use the async methods (aget, aput, asearch, ...) there"
             )
-        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+        return asyncio.run_coroutine_threadsafe(work, loop).result()
+
+    # -- expiry -----------------------------------------------------------------------------
+
+    async def asweep_ttl(self) -> int:
+        """Remove the expired items of this store's scope, each with a ``memory.expired``
+        event; returns how many."""
+        expired = await self.engine.backend.scan(self._query(expired_at=utc_now(), hidden=None))
+        return len(await expire_records(self.engine.backend, expired, self.engine.producer))
+
+    def sweep_ttl(self) -> int:
+        """:meth:`asweep_ttl` from a thread other than the event loop's."""
+        return self._blocking(self.asweep_ttl())
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's
+        ``sweep_interval_minutes``, else 5) until :meth:`stop_ttl_sweeper`."""
+        await self.stop_ttl_sweeper()
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        pause = float(minutes or 5) * 60
+
+        async def sweep_forever() -> None:
+            while True:
+                await asyncio.sleep(pause)
+                try:
+                    await self.asweep_ttl()
+                except EngramError as exc:  # a busy database: the next round sweeps it
+                    _log.warning("store TTL sweep failed: %s", exc.message)
+
+        self._sweeper = asyncio.create_task(sweep_forever())
+        return self._sweeper
+
+    async def stop_ttl_sweeper(self) -> bool:
+        """Stop the sweeper, if one runs; ``True`` once it has stopped."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is None:
+            return True
+        sweeper.cancel()
+        await asyncio.wait([sweeper])
+        return True
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops``: every put and delete first, in one transaction (the last put of a key
