@@ -14,7 +14,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,8 +21,6 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
-    Item,
     ListNamespacesOp,
     Op,
     PutOp,
@@ -34,7 +31,6 @@ from langgraph.store.base import (
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
-    validate_op_namespace,
 )
 
 from engramdb.core.errors import (
@@ -49,6 +45,13 @@ from engramdb.core.types import utc_now
 from engramdb.core.validation import normalize_value, validate_key
 from engramdb.engine import Engine, EngineConfig
 from engramdb.engine import open as open_engine
+from engramdb.integrations.langgraph.items import (
+    as_item,
+    as_search_item,
+    check_op,
+    last_updated,
+    ttl_ms,
+)
 from engramdb.integrations.langgraph.keys import namespace_prefix, record_key, split_record_key
 from engramdb.integrations.langgraph.matching import check_filter, matches, namespace_matches
 from engramdb.integrations.langgraph.ranking import hybrid_scores, own_vector_scores, pack_vectors
@@ -58,7 +61,6 @@ from engramdb.providers.projection import written_record
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.records import Op as StorageOp
 
-_MS_PER_MINUTE = 60_000
 _log = logging.getLogger(__name__)
 R = TypeVar("R")
 
@@ -219,7 +221,7 @@ class EngramStore(BaseStore):
         self._loop = asyncio.get_running_loop()
         listed = list(ops)
         for op in listed:
-            _check_op(op)
+            check_op(op)
         puts = {(op.namespace, op.key): op for op in listed if isinstance(op, PutOp)}
         if puts:
             await self._write(list(puts.values()))
@@ -228,7 +230,7 @@ class EngramStore(BaseStore):
         for op in listed:
             if isinstance(op, GetOp):
                 record = await self._get(op.namespace, op.key)
-                results.append(None if record is None else _item(record))
+                results.append(None if record is None else as_item(record))
                 if record is not None and op.refresh_ttl and record.ttl_ms:
                     refresh[record.key] = record
             elif isinstance(op, SearchOp):
@@ -257,7 +259,7 @@ class EngramStore(BaseStore):
                 value_type="dict",
                 content_type=CONTENT_TYPE,
                 provider_id=NAMESPACE,
-                ttl_ms=_ttl_ms(op.ttl),
+                ttl_ms=ttl_ms(op.ttl),
             )
             for op, wrapper in zip(writes, wrappers, strict=True)
         ]
@@ -360,7 +362,7 @@ class EngramStore(BaseStore):
         events = [
             MemoryWritten(
                 key=r.key,
-                value={**r.value, "updated_at": _updated(r).isoformat()},
+                value={**r.value, "updated_at": last_updated(r).isoformat()},
                 value_type="dict",
                 content_type=CONTENT_TYPE,
                 provider_id=NAMESPACE,
@@ -394,7 +396,7 @@ class EngramStore(BaseStore):
             page = await self.engine.backend.scan(
                 self._query(prefix=prefix, alive_at=utc_now(), limit=op.limit, offset=op.offset)
             )
-            return [(_search_item(r, None), r) for r in page]
+            return [(as_search_item(r, None), r) for r in page]
         candidates = [
             r
             for r in await self.engine.backend.scan(self._query(prefix=prefix, alive_at=utc_now()))
@@ -406,7 +408,7 @@ class EngramStore(BaseStore):
             key=lambda r: -scores[r.id or 0],
         ) + [r for r in candidates if r.id not in scores]
         page = ranked[op.offset : op.offset + op.limit]
-        return [(_search_item(r, scores.get(r.id or 0)), r) for r in page]
+        return [(as_search_item(r, scores.get(r.id or 0)), r) for r in page]
 
     async def _scores(self, query: str, candidates: Sequence[Record]) -> dict[int, float]:
         if self.embeddings is not None:
@@ -435,47 +437,3 @@ class EngramStore(BaseStore):
             )
         }
         return sorted(kept)[op.offset : op.offset + op.limit]
-
-
-def _check_op(op: Op) -> None:
-    """LangGraph's namespace rules for ops given to ``batch`` directly (the convenience
-    methods check them already): labels are non-empty strings without ``.``, and an item
-    has a namespace."""
-    validate_op_namespace(op)
-    if isinstance(op, PutOp) and not op.namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    if isinstance(op, PutOp | GetOp) and not isinstance(op.key, str):
-        raise ValidationError(f"an item key must be a string, got {type(op.key).__name__}")
-    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
-        raise ValidationError(f"unknown store operation {type(op).__name__}")
-
-
-def _ttl_ms(minutes: float | None) -> int | None:
-    if minutes is None:
-        return None
-    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0:
-        raise ValidationError(f"ttl must be a positive number of minutes, got {minutes!r}")
-    return max(1, round(minutes * _MS_PER_MINUTE))
-
-
-def _updated(record: Record) -> datetime:
-    kept = record.value.get("updated_at")
-    if isinstance(kept, str):
-        return datetime.fromisoformat(kept)
-    return record.updated_at or record.created_at
-
-
-def _item(record: Record) -> Item:
-    namespace, key = split_record_key(record.key)
-    return Item(
-        namespace=namespace,
-        key=key,
-        value=record.value["value"],
-        created_at=record.created_at,
-        updated_at=_updated(record),
-    )
-
-
-def _search_item(record: Record, score: float | None) -> SearchItem:
-    item = _item(record)
-    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
