@@ -31,32 +31,37 @@ def pack_vectors(vectors: Sequence[Sequence[float]]) -> list[str]:
     return [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode() for v in vectors]
 
 
-def unpack_vectors(value: Any) -> FloatMatrix | None:
-    """The vectors an item stored with :func:`pack_vectors`, one per row (``None`` if none)."""
+def stored_vectors(value: Any) -> bytes | None:
+    """The vectors an item stored with :func:`pack_vectors`, as one run of float32 bytes."""
     packed = value.get("vectors") if isinstance(value, dict) else None
-    if not packed:
-        return None
-    rows = [np.frombuffer(base64.b64decode(text), dtype="<f4") for text in packed]
-    return np.vstack(rows).astype(np.float32)
+    return b"".join(base64.b64decode(text) for text in packed) if packed else None
 
 
-def best_cosine(query: FloatMatrix, rows: FloatMatrix) -> float:
-    """The highest cosine similarity of ``query`` to any row (0 for zero vectors)."""
+def best_cosines(query: FloatMatrix, stored: dict[int, bytes], width: int) -> dict[int, float]:
+    """For each record id, the best cosine similarity of ``query`` to its vectors (float32
+    bytes of ``width``-wide rows), computed in one matrix product."""
+    if not stored:
+        return {}
+    ids = list(stored)
+    rows = np.frombuffer(b"".join(stored.values()), dtype="<f4").reshape(-1, width)
+    counts = np.array([len(stored[i]) // (4 * width) for i in ids])
     norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(query))
     dots = rows @ query
     similarities = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return float(similarities.max()) if len(similarities) else 0.0
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    best = np.maximum.reduceat(similarities, starts)
+    return dict(zip(ids, best.tolist(), strict=True))
 
 
 def own_vector_scores(query: Sequence[float], candidates: Sequence[Record]) -> dict[int, float]:
     """Cosine scores against the vectors items stored from the store's own embedder."""
+    stored = {
+        record.id: blob
+        for record in candidates
+        if record.id is not None and (blob := stored_vectors(record.value))
+    }
     vector = np.asarray(query, dtype=np.float32)
-    scores: dict[int, float] = {}
-    for record in candidates:
-        rows = unpack_vectors(record.value)
-        if rows is not None and record.id is not None:
-            scores[record.id] = best_cosine(vector, rows)
-    return scores
+    return best_cosines(vector, stored, len(vector))
 
 
 async def hybrid_scores(
@@ -78,14 +83,9 @@ async def hybrid_scores(
             vector = None  # a busy model: rank by full text alone
         if vector is not None:
             stored = await backend.search.vector_sets(among, indexer.model)
-            width = indexer.embedder.dimensions
-            signals["vector"] = {
-                record_id: best_cosine(
-                    np.asarray(vector, dtype=np.float32),
-                    np.frombuffer(blob, dtype="<f4").reshape(-1, width),
-                )
-                for record_id, blob in stored.items()
-            }
+            signals["vector"] = best_cosines(
+                np.asarray(vector, dtype=np.float32), stored, indexer.embedder.dimensions
+            )
     signals = {name: signal for name, signal in signals.items() if signal}
     if not signals:
         return {}
