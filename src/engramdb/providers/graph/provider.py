@@ -129,8 +129,11 @@ class GraphMemoryProvider(MemoryProvider):
         if plan:
             await self.writer.commit(plan)
 
-    async def _changes(self) -> GraphChanges:
-        return GraphChanges(await self.working_graph(), self.exclusive)
+    def _changes(self, graph: WorkingGraph) -> GraphChanges:
+        # Planned against the graph whose lock the caller holds: the cache may hand out a
+        # fresh graph meanwhile (another process committed), and a plan against that one
+        # would be applied outside the lock and missing from the graph the caller reads.
+        return GraphChanges(graph, self.exclusive)
 
     # -- entities -------------------------------------------------------------------------
 
@@ -150,7 +153,7 @@ class GraphMemoryProvider(MemoryProvider):
         """Add several entities in one transaction (all or none); one entry per entity."""
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             planned = plan.extend(entities, resolve)
             await self._apply(plan)
         return [self._entry(graph, e.entity_id) for e in planned]
@@ -184,7 +187,7 @@ class GraphMemoryProvider(MemoryProvider):
         """
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             plan.merge(kept_id, merged_id)
             await self._apply(plan)
         merged = graph.entity(kept_id)
@@ -232,7 +235,7 @@ class GraphMemoryProvider(MemoryProvider):
         """Add several relations in one transaction (all or none), in order."""
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             now = utc_now()
             planned = [plan.put_relation(r, now) for r in relations]
             await self._apply(plan)
@@ -248,7 +251,7 @@ class GraphMemoryProvider(MemoryProvider):
         """
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             plan.end_by_id(relation_id, at)
             await self._apply(plan)
         ended = graph.relation(relation_id)
@@ -263,7 +266,7 @@ class GraphMemoryProvider(MemoryProvider):
         """
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             plan.require_relation(relation_id)
             plan.remove_relation(relation_id)
             await self._apply(plan)
@@ -364,7 +367,7 @@ class GraphMemoryProvider(MemoryProvider):
         sources = [source] if source else []
         graph = await self.working_graph()
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             ids = {}
             for found in extraction.entities:
                 entity = GraphEntity(
@@ -445,7 +448,7 @@ class GraphMemoryProvider(MemoryProvider):
         if graph.entity(key) is None:
             return await self.entries.delete(key)
         async with graph.lock:
-            plan = await self._changes()
+            plan = self._changes(graph)
             plan.remove_entity(key)
             await self._apply(plan)
         return True
