@@ -6,10 +6,7 @@ reads. ``bench/bench_crash.py`` runs the same cycle hundreds of times per backen
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 import engramdb
 from tests.helpers.crash import (
@@ -19,19 +16,8 @@ from tests.helpers.crash import (
     rebuild_keeps_reads,
     run_and_kill,
 )
-from tests.postgres.database import scratch_database
 
 KILLS = 12
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh store of each backend that writer processes can open."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "crash.db")
-    else:
-        with scratch_database("crash") as url:
-            yield url
 
 
 async def test_no_acknowledged_write_is_lost_to_sigkill(target: str, tmp_path: Path) -> None:

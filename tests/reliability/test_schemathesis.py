@@ -14,7 +14,6 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,7 +25,6 @@ from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
-from tests.postgres.database import scratch_database
 from tests.service.conftest import JWT_SECRET
 
 SECONDS = int(os.environ.get("ENGRAM_SCHEMATHESIS_SECONDS", "50"))
@@ -39,15 +37,6 @@ async def _issue_key(target: str) -> str:
         await engine.tenancy.create_tenant("acme", "Acme")
         await engine.tenancy.create_user("acme", "alice")
         return (await engine.tenancy.create_key("acme"))[1]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield str(tmp_path / "engram.db")
-    else:
-        with scratch_database("schemathesis") as url:
-            yield url
 
 
 def schemathesis_command(
