@@ -34,7 +34,7 @@ from engramdb.engine import Engine, EngineConfig
 
 #: Examples per property: a few dozen in CI; ENGRAM_PROPERTY_EXAMPLES raises it for a long run.
 PROPERTIES = settings(
-    max_examples=int(os.environ.get("ENGRAM_PROPERTY_EXAMPLES", "40")),
+    max_examples=int(os.environ.get("ENGRAM_PROPERTY_EXAMPLES", "30")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
