@@ -78,6 +78,7 @@ def run(target: str, kills: int, seed: int, max_after_ready_s: float, work: Path
     print(f"acknowledged writes       {check.acknowledged}")
     print(f"lost acknowledged writes  {check.lost}")
     print(f"writes in flight at kill  {check.in_flight} ({check.in_flight_done} had committed)")
+    print(f"acknowledged, no event    {check.unlogged}")
     print(f"log/state disagreements   {check.orphans}")
     print(f"episodes without vector   {check.unvectored}")
     print(f"rebuild gives same reads  {same} ({records} records, {events} events)")

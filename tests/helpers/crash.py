@@ -182,16 +182,24 @@ async def stored_state(engine: Engine) -> dict[Slot, str]:
     return state
 
 
-async def logged_state(engine: Engine) -> dict[Slot, str]:
-    """The state the event log describes: the last memory event of each key, folded."""
+async def logged(engine: Engine) -> tuple[dict[Slot, str], set[tuple[str, str, str, str]]]:
+    """The state the event log describes (the last memory event of each key, folded), and
+    every memory event as (operation, namespace, key, compared value)."""
     state: dict[Slot, str] = {}
+    seen: set[tuple[str, str, str, str]] = set()
     for event in await engine.events.read(EventQuery(event_types=MEMORY_EVENTS)):
         slot = (str(event.payload["provider_id"]), str(event.payload["key"]))
         if event.event_type == "memory.written":
             state[slot] = canonical(slot[0], event.payload["value"])
+            seen.add(("put", *slot, state[slot]))
         else:
             state.pop(slot, None)
-    return state
+            seen.add(("delete", *slot, ""))
+    return state, seen
+
+
+def _logged_as(entry: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (entry["op"], entry["ns"], entry["key"], entry.get("value", ""))
 
 
 async def reads(engine: Engine) -> dict[str, Any]:
@@ -215,14 +223,17 @@ async def reads(engine: Engine) -> dict[str, Any]:
 class CrashCheck:
     """The state the store must hold, carried from kill to kill.
 
-    ``lost`` counts acknowledged writes missing after a kill, ``orphans`` log/state
-    disagreements, ``in_flight`` kills that caught a write in flight and ``in_flight_done``
-    those whose write had committed anyway.
+    ``lost`` counts keys whose state differs from what the acknowledged writes left (beyond
+    the write in flight), ``unlogged`` acknowledged writes without their event, ``orphans``
+    log/state disagreements, ``unvectored`` live episodes without a vector, ``in_flight``
+    kills that caught a write in flight and ``in_flight_done`` those whose write had
+    committed anyway.
     """
 
     expected: dict[Slot, str] = field(default_factory=dict)
     acknowledged: int = 0
     lost: int = 0
+    unlogged: int = 0
     orphans: int = 0
     unvectored: int = 0
     in_flight: int = 0
@@ -252,18 +263,25 @@ class CrashCheck:
             self.in_flight += 1
             candidates.append(self._apply(self.expected, pending[-1]))
         if actual not in candidates:
-            missing = {k: v for k, v in self.expected.items() if actual.get(k) != v}
-            self.lost += len(missing)
-            self.problems.append(f"run {entries[0]['run'] if entries else '?'}: {missing=}")
+            wrong = {
+                slot: (self.expected.get(slot), actual.get(slot))
+                for slot in self.expected.keys() | actual.keys()
+                if self.expected.get(slot) != actual.get(slot)
+            }
+            self.lost += len(wrong)
+            self.problems.append(f"expected, stored: {wrong}")
         elif len(candidates) == 2 and actual == candidates[1]:
             self.in_flight_done += 1
         self.expected = actual  # what later runs start from
-        logged = await logged_state(engine)
-        if logged != actual:
-            self.orphans += len(set(logged.items()) ^ set(actual.items()))
-            self.problems.append(
-                f"log and state differ: {set(logged.items()) ^ set(actual.items())}"
-            )
+        folded, events = await logged(engine)
+        if folded != actual:
+            differ = set(folded.items()) ^ set(actual.items())
+            self.orphans += len(differ)
+            self.problems.append(f"log and state differ: {differ}")
+        unlogged = [entry for entry in acked if _logged_as(entry) not in events]
+        if unlogged:
+            self.unlogged += len(unlogged)
+            self.problems.append(f"acknowledged without an event: {unlogged}")
         episodes = sum(1 for namespace, _ in actual if namespace == EPISODES)
         vectored = (await engine.vector_counts()).get(HashEmbedder.model_id, 0)
         if vectored != episodes:

@@ -33,7 +33,7 @@ async def test_no_acknowledged_write_is_lost_to_sigkill(target: str, tmp_path: P
         async with engramdb.open(target, config=engine_config()) as engine:
             await check.after_kill(engine, journal_of(journal, run))
     assert check.problems == []
-    assert (check.lost, check.orphans, check.unvectored) == (0, 0, 0)
+    assert (check.lost, check.unlogged, check.orphans, check.unvectored) == (0, 0, 0, 0)
     assert writing >= KILLS // 2  # most kills land while writing, not while starting
     assert check.acknowledged > KILLS  # the writers got real work done between kills
     async with engramdb.open(target, config=engine_config()) as engine:
@@ -46,7 +46,7 @@ async def test_the_check_sees_a_lost_acknowledged_write(tmp_path: Path) -> None:
     lost = {"run": 0, "seq": 0, "op": "put", "ns": "event_sourced", "key": "k", "value": "1"}
     async with engramdb.open(tmp_path / "empty.db", config=engine_config()) as engine:
         await check.after_kill(engine, [{**lost, "phase": "intent"}, {**lost, "phase": "ack"}])
-    assert check.lost == 1
+    assert (check.lost, check.unlogged) == (1, 1)
 
 
 async def test_the_check_allows_the_write_in_flight_either_way(tmp_path: Path) -> None:
