@@ -25,10 +25,12 @@ from engramdb.core.errors import (
     EntityNotFoundError,
     GraphMemoryError,
     InvalidKeyError,
+    InvalidPatternError,
     InvalidScopeError,
     InvalidTraversalError,
     InvalidValueError,
     MigrationError,
+    ModelUnavailableError,
     NoProviderForTierError,
     NotFoundError,
     PartialRecallWarning,
@@ -45,6 +47,7 @@ from engramdb.core.errors import (
     UsageError,
     ValidationError,
     ValueTooLargeError,
+    VersionConflictError,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
         MemoryItem,
         SummaryResult,
     )
+    from engramdb.core.retry import RetryPolicy
     from engramdb.core.scope import (
         Scope,
         ScopeFilter,
@@ -87,6 +91,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.rules import RuleExtractor
+    from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
         MemoryManager,
         ProviderFailure,
@@ -147,6 +154,7 @@ _LAZY: dict[str, str] = {
     "MemorizeResult": "engramdb.core.intent",
     "MemoryItem": "engramdb.core.intent",
     "SummaryResult": "engramdb.core.intent",
+    "RetryPolicy": "engramdb.core.retry",
     "Scope": "engramdb.core.scope",
     "ScopeFilter": "engramdb.core.scope",
     "MemoryEntry": "engramdb.core.types",
@@ -186,6 +194,11 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "engramdb.storage.sqlite",
     "SyncEngine": "engramdb.sync",
     "open_sync": "engramdb.sync",
+    "ExtractedItem": "engramdb.formation.types",
+    "Extractor": "engramdb.formation.types",
+    "IngestMessage": "engramdb.formation.ingest",
+    "IngestReport": "engramdb.formation.ingest",
+    "RuleExtractor": "engramdb.formation.rules",
 }
 
 
@@ -222,6 +235,8 @@ __all__ = [
     "EventQuery",
     "EventSourcedProvider",
     "EventStore",
+    "ExtractedItem",
+    "Extractor",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -229,7 +244,10 @@ __all__ = [
     "GraphPath",
     "GraphRelation",
     "GraphTraversal",
+    "IngestMessage",
+    "IngestReport",
     "InvalidKeyError",
+    "InvalidPatternError",
     "InvalidScopeError",
     "InvalidTraversalError",
     "InvalidValueError",
@@ -248,6 +266,7 @@ __all__ = [
     "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
+    "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
     "PartialRecallWarning",
@@ -267,6 +286,8 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RetryPolicy",
+    "RuleExtractor",
     "Scope",
     "ScopeFilter",
     "ScopedMemory",
@@ -283,6 +304,7 @@ __all__ = [
     "UsageError",
     "ValidationError",
     "ValueTooLargeError",
+    "VersionConflictError",
     "WorkingMemoryLimits",
     "WorkingMemoryProvider",
     "WorkingStore",

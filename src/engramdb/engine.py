@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +22,9 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.ingest import IngestMessage, IngestReport
+from engramdb.formation.ingest import ingest as ingest_messages
+from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
@@ -181,6 +184,7 @@ class ScopedMemory:
         self.redaction = engine.config.redaction
         for plugin in self.types():
             plugin.llm = engine.llm
+            plugin.redaction = self.redaction
         self.graph = GraphMemoryProvider(
             engine.backend,
             scope,
@@ -196,6 +200,7 @@ class ScopedMemory:
             registry=engine.registry,
             session=scope.session,
             recall_timeout_s=engine.config.recall_timeout_s,
+            redaction=self.redaction,
         )
 
     @property
@@ -230,15 +235,46 @@ class ScopedMemory:
         chosen = budget or Budget(token_limit=token_limit)
         k = chosen.per_type_items
         await self.engine.indexer.warm()  # loading the model is not the turn's time budget
+        # Raw reads: assemble redacts every item itself, and counts what it redacted.
         lookups: list[tuple[str, Lookup]] = [
-            ("working", lambda: self.working.remember(prompt, limit=k)),
-            ("procedural", lambda: self.procedural.remember(prompt, limit=k)),
-            ("conversation", lambda: self.conversation.recent(k)),
-            ("semantic", lambda: self.semantic.remember(prompt, limit=k)),
-            ("episodic", lambda: self.episodic.remember(prompt, limit=k, now=now)),
+            ("working", lambda: self.working.remember(prompt, limit=k, raw=True)),
+            ("procedural", lambda: self.procedural.remember(prompt, limit=k, raw=True)),
+            ("conversation", lambda: self.conversation.recent(k, raw=True)),
+            ("semantic", lambda: self.semantic.remember(prompt, limit=k, raw=True)),
+            ("episodic", lambda: self.episodic.remember(prompt, limit=k, now=now, raw=True)),
         ]
         return await assemble(
             prompt, lookups, chosen, self.redaction, scope=self.scope, events=self.engine.events
+        )
+
+    async def ingest(
+        self,
+        messages: Sequence[IngestMessage | Mapping[str, Any]],
+        *,
+        extractor: Extractor | None = None,
+        progress: Callable[[str, int], None] | None = None,
+        totals: Callable[[str, int], None] | None = None,
+    ) -> IngestReport:
+        """Form memories from a conversation: store ``messages`` (``{"role", "content"}``,
+        optionally ``timestamp``, ``session_id``, ``id``) as episodes, extract profile facts,
+        dated events, activities and graph facts from them (the rules, unless ``extractor``
+        is given), and consolidate those into semantic and graph memory: added, updated (the
+        old version kept as history), ended, unchanged or contradicted, each naming its
+        source turns. ``progress`` / ``totals`` are told ``(phase, amount)`` as the phases
+        ``store``, ``extract`` and ``form`` advance / start.
+
+        Raises:
+            ValidationError: a message is malformed (nothing is stored).
+        """
+        return await ingest_messages(
+            self.episodic,
+            self.semantic,
+            self.graph,
+            messages,
+            subject=self.scope.user or "user",
+            extractor=extractor,
+            progress=progress,
+            totals=totals,
         )
 
     async def last_trace(self) -> TurnTraced | None:
@@ -450,9 +486,11 @@ class Engine:
                 totals(phase, total)
 
         path = Path(source)
-        expected, events = count_rows(path)  # every line checked before anything is written
+        limit = self.config.max_value_bytes
+        # Every line is checked before anything is written: a bad one leaves the database empty.
+        expected, events = count_rows(path, limit)
         starts("append", events)
-        appended = await append_export(self.events, path, told("append"))
+        appended = await append_export(self.events, path, told("append"), limit)
         starts("rebuild", await self.events.count())
         await self.rebuild(told("rebuild"))
         vectors = 0
@@ -480,7 +518,9 @@ class Engine:
         return await self.backend.stats()
 
     async def close(self) -> None:
-        """Close the backend (and the LLM client); idempotent."""
+        """Close the backend (and the LLM client); idempotent. Memories still waiting for
+        their vector keep waiting, in the store, for ``reindex(stale_only=True)``."""
+        await self.indexer.pending.close()
         if self.llm is not None:
             await self.llm.aclose()
         await self.backend.close()

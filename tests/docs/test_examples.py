@@ -25,6 +25,13 @@ PRINTS = {
         "plan state: acc_123",
         "graph: Ada works_for Acme",
     ],
+    "mcp_stdio.py": [
+        "tools: memorize, remember, forget",
+        "remembered: ['Alice is allergic to peanuts']",
+        "a bad call answers: Error executing tool forget: invalid_forget_instruction",
+        "recent episode: Alice cooked a Thai curry",
+        "the prompt recalls: True",
+    ],
     "graph.py": [
         "from the sentence: [('lives_in', {})]",
         "Alice's neighbours: ['Acme', 'Bob', 'Lisbon']",

@@ -76,6 +76,7 @@ def readme_blocks() -> list[Block]:
 BLOCKS = readme_blocks()
 PYTHON_BLOCKS = [b for b in BLOCKS if b.language == "python"]
 BASH_BLOCKS = [b for b in BLOCKS if b.language == "bash"]
+JSON_BLOCKS = [b for b in BLOCKS if b.language == "json"]
 #: What a block must print: a block that silently does nothing fails.
 PRINTS = {
     "{hit.entry.key} = {hit.entry.value}": "user.city = Lisbon",
@@ -87,10 +88,11 @@ PRINTS = {
 }
 
 
-def test_every_block_is_python_bash_or_the_layout_tree() -> None:
+def test_every_block_is_python_bash_json_or_the_layout_tree() -> None:
     assert PYTHON_BLOCKS
     assert BASH_BLOCKS
-    plain = [b for b in BLOCKS if b.language not in ("python", "bash")]
+    assert JSON_BLOCKS
+    plain = [b for b in BLOCKS if b.language not in ("python", "bash", "json")]
     # The one block without a language is the tree of the source folders: text, not code.
     assert [(b.language, b.code.splitlines()[0]) for b in plain] == [("", "src/engramdb/")]
 
@@ -299,3 +301,28 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert "pip install -q -e '.[dev]'" in script
     assert script.rstrip().endswith('exec "$PYTHON" -m pytest "$@"')
+
+
+@pytest.mark.parametrize("block", JSON_BLOCKS, ids=lambda b: b.name)
+def test_json_block_is_an_mcp_configuration_that_starts_a_working_server(
+    block: Block, tmp_path: Path
+) -> None:
+    """A desktop agent's entry, started as the agent starts it (its command and arguments,
+    over stdio), lists the tools and keeps state."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    (entry,) = json.loads(block.code)["mcpServers"].values()
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=environment(tmp_path), cwd=tmp_path
+    )
+
+    async def talk() -> None:
+        async with Client(params, read_timeout_seconds=TIMEOUT_S) as client:
+            assert "assemble" in {t.name for t in (await client.list_tools()).tools}
+            done = await client.call_tool("set_state", {"key": "step", "value": 3})
+            assert not done.is_error
+            read = await client.call_tool("get_state", {"key": "step"})
+            assert read.structured_content == {"key": "step", "value": 3, "plan": None}
+
+    anyio.run(talk)

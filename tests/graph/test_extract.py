@@ -117,6 +117,16 @@ async def test_the_llm_extractor_reads_the_models_json(fake: FakeChatServer) -> 
     assert user == "Alice started Wonderland Labs"
 
 
+def test_a_local_models_untidy_answer_is_read() -> None:
+    # Reasoning first, then JSON with a trailing comma, cut short before its last brackets.
+    answer = "<think>Alice founded a company: one relation.</think>\n" + json.dumps(ANSWER)[
+        :-3
+    ].replace('"Organization"}', '"Organization"},')
+    extraction = parse_answer(answer)
+    assert [m.name for m in extraction.entities] == ["Alice", "Wonderland Labs"]
+    assert [f.relation_type for f in extraction.relations] == ["founded"]
+
+
 @pytest.mark.parametrize("model", ["fail-500", "bad-json", "echo"])
 async def test_the_rules_answer_when_the_model_cannot(fake: FakeChatServer, model: str) -> None:
     async with ChatClient(LLMConfig(base_url=fake.base_url, model=model)) as chat:

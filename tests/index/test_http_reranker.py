@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import engramdb
-from engramdb.core.errors import RerankError
+from engramdb.core.errors import RerankError, RerankUnavailableError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import EngineConfig
 from engramdb.index.http_reranker import HttpReranker
@@ -61,11 +61,16 @@ async def test_a_malformed_answer_is_a_rerank_error(
 async def test_an_error_status_is_a_retryable_rerank_error(
     rerank_server: tuple[str, list[Seen]],
 ) -> None:
-    async with HttpReranker("fail-500", base_url=rerank_server[0]) as reranker:
-        with pytest.raises(RerankError, match="overloaded") as raised:
+    base_url, log = rerank_server
+    log.clear()
+    async with HttpReranker("fail-500", base_url=base_url) as reranker:
+        with pytest.raises(RerankUnavailableError, match="overloaded") as raised:
             await reranker.rerank("q", ["a"])
     assert raised.value.details["status_code"] == 500
     assert raised.value.details["retryable"] is True
+    # Search is waiting: a busy reranker gets one quick second chance, then search does
+    # without it.
+    assert len(log) == reranker.retry.attempts == 2
 
 
 def test_settings_are_checked() -> None:

@@ -16,13 +16,21 @@ import httpx
 import numpy as np
 import pytest
 
-from engramdb.core.errors import EmbedderError, InvalidValueError
+from engramdb.core.errors import (
+    EmbedderError,
+    EmbedderUnavailableError,
+    InvalidValueError,
+    ModelUnavailableError,
+)
+from engramdb.core.retry import NO_RETRIES, RetryPolicy
 from engramdb.index import Embedder, OpenAIEmbedder
 from engramdb.index.embedder import FloatArray
 from tests.helpers.openai_server import JsonHandler, Seen, serving
 
 DIMS = 8
 API_KEY = "sk-test-not-a-real-key"
+#: Three quick tries: retry behaviour without making the suite wait.
+QUICK = RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.02, max_elapsed_s=5.0)
 
 
 def raw_vector(text: str) -> FloatArray:
@@ -162,7 +170,7 @@ async def test_dimensions_can_be_requested(fake: FakeEmbeddingsServer) -> None:
 async def test_error_statuses_become_embedder_errors(
     fake: FakeEmbeddingsServer, model: str, status: int, retryable: bool, reason: str
 ) -> None:
-    async with embedder(fake, model=model) as client:
+    async with embedder(fake, model=model, retry=QUICK) as client:
         with pytest.raises(EmbedderError) as caught:
             await client.embed(["hello"])
     error = caught.value
@@ -170,6 +178,11 @@ async def test_error_statuses_become_embedder_errors(
     assert error.details["retryable"] is retryable
     assert reason in error.message
     assert API_KEY not in error.message
+    # A busy server is tried as often as the policy allows, then named unavailable; a
+    # refusal that retrying cannot fix is raised at once.
+    assert isinstance(error, EmbedderUnavailableError) is retryable
+    assert isinstance(error, ModelUnavailableError) is retryable
+    assert len(fake.requests) == (QUICK.attempts if retryable else 1)
 
 
 @pytest.mark.parametrize("model", ["bad-json", "bad-shape", "missing-row", "repeated-index"])
@@ -183,7 +196,7 @@ async def test_malformed_answers_become_embedder_errors(
 
 
 async def test_a_timeout_becomes_a_retryable_embedder_error(fake: FakeEmbeddingsServer) -> None:
-    async with embedder(fake, model="slow", timeout=0.2) as client:
+    async with embedder(fake, model="slow", timeout=0.2, retry=NO_RETRIES) as client:
         with pytest.raises(EmbedderError, match="timed out") as caught:
             await client.embed(["hello"])
     assert caught.value.details["retryable"] is True
@@ -194,10 +207,13 @@ async def test_an_unreachable_server_becomes_an_embedder_error() -> None:
     with socket.socket() as probe:  # a port that was free a moment ago and is now closed
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = OpenAIEmbedder("m", dimensions=DIMS, base_url=f"http://127.0.0.1:{port}/v1")
+    client = OpenAIEmbedder(
+        "m", dimensions=DIMS, base_url=f"http://127.0.0.1:{port}/v1", retry=QUICK
+    )
     async with client:
-        with pytest.raises(EmbedderError, match="failed"):
+        with pytest.raises(EmbedderUnavailableError, match="failed") as caught:
             await client.embed(["hello"])
+    assert caught.value.details["attempts"] == QUICK.attempts
 
 
 async def test_a_callers_client_is_used_and_left_open(fake: FakeEmbeddingsServer) -> None:

@@ -12,8 +12,15 @@ from typing import Any
 import httpx
 import pytest
 
-from engramdb.core.errors import EngramRuntimeError, LLMError, ValidationError
+from engramdb.core.errors import (
+    EngramRuntimeError,
+    LLMError,
+    LLMUnavailableError,
+    ModelUnavailableError,
+    ValidationError,
+)
 from engramdb.core.intent import MemoryItem
+from engramdb.core.retry import NO_RETRIES, RetryPolicy
 from engramdb.llm import ChatClient, ChatModel, LLMConfig
 from engramdb.orchestrator.summarize import abstractive_summary, summarize_items
 from engramdb.orchestrator.tokens import count_tokens
@@ -22,6 +29,8 @@ from tests.helpers.openai_server import LONG_ANSWER, FakeChatServer, fake, serve
 __all__ = ["fake", "server"]  # fixtures used here
 
 API_KEY = "sk-test-not-a-real-key"
+#: Three quick tries: retry behaviour without making the suite wait.
+QUICK = RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.02, max_elapsed_s=5.0)
 
 
 def client(fake: FakeChatServer, model: str = "echo", **kwargs: Any) -> ChatClient:
@@ -99,12 +108,15 @@ async def test_a_trailing_slash_in_the_base_url_is_ignored(fake: FakeChatServer)
 async def test_error_statuses_become_llm_errors(
     fake: FakeChatServer, model: str, status: int, retryable: bool, reason: str
 ) -> None:
-    async with client(fake, model) as chat:
+    async with client(fake, model, retry=QUICK) as chat:
         with pytest.raises(LLMError) as caught:
             await chat.complete("s", "u")
     error = caught.value
     assert isinstance(error, EngramRuntimeError)
-    assert error.code == "llm_error"
+    # A busy server is tried as often as the policy allows, then named unavailable.
+    assert error.code == ("llm_unavailable" if retryable else "llm_error")
+    assert isinstance(error, ModelUnavailableError) is retryable
+    assert len(fake.requests) == (QUICK.attempts if retryable else 1)
     assert error.details["status_code"] == status
     assert error.details["retryable"] is retryable
     assert reason in error.message
@@ -130,7 +142,7 @@ async def test_malformed_answers_become_llm_errors(
 
 
 async def test_a_slow_server_times_out(fake: FakeChatServer) -> None:
-    async with client(fake, "slow", timeout_s=0.2) as chat:
+    async with client(fake, "slow", timeout_s=0.2, retry=NO_RETRIES) as chat:
         started = time.perf_counter()
         with pytest.raises(LLMError, match="timed out") as caught:
             await chat.complete("s", "u")
@@ -143,9 +155,9 @@ async def test_an_unreachable_server_is_an_llm_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout_s=2)
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout_s=2, retry=QUICK)
     async with ChatClient(config) as chat:
-        with pytest.raises(LLMError, match="failed") as caught:
+        with pytest.raises(LLMUnavailableError, match="failed") as caught:
             await chat.complete("s", "u")
     assert caught.value.details["retryable"] is True
 
@@ -203,7 +215,7 @@ async def test_a_rambling_answer_is_cut_to_the_limit(fake: FakeChatServer, limit
 async def test_a_failing_model_falls_back_to_the_extractive_summary(
     fake: FakeChatServer, model: str
 ) -> None:
-    async with client(fake, model, timeout_s=0.2) as chat:
+    async with client(fake, model, timeout_s=0.2, retry=QUICK) as chat:
         result = await abstractive_summary(chat, ITEMS, 30, scope="recent")
     assert result == summarize_items(ITEMS, token_limit=30, scope="recent")
     assert result.tokens <= 30

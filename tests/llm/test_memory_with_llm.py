@@ -9,6 +9,7 @@ import pytest
 
 import engramdb
 from engramdb.core.intent import MemoryItem
+from engramdb.core.retry import NO_RETRIES
 from engramdb.engine import EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.llm import LLMConfig
@@ -52,7 +53,8 @@ async def test_without_a_model_free_form_text_is_refused(
 async def test_when_the_model_fails_or_talks_the_phrasings_still_work(
     fake: FakeChatServer, tmp_path: Path, embedder: MiniLMEmbedder, model: str
 ) -> None:
-    config = EngineConfig(embedder=embedder, llm=LLMConfig(model=model, base_url=fake.base_url))
+    llm = LLMConfig(model=model, base_url=fake.base_url, retry=NO_RETRIES)
+    config = EngineConfig(embedder=embedder, llm=llm)
     async with engramdb.open(tmp_path / "p.db", config=config) as engine:
         episodic = engine.scope(tenant="acme").episodic
         await episodic.memorize(MemoryItem(text="I quit my old job at the bank", id="job"))

@@ -180,7 +180,7 @@ def test_phone_numbers_are_redacted(phone: str) -> None:
         # Too few digits, or not a phone's shape.
         "+1 234",
         "555-1234",
-        "123-45-6789",
+        "12-345-6789",
         "5551234567",
         "0000 0000 0000",
         "00012345678",
@@ -550,6 +550,41 @@ def test_plain_values_pass_through() -> None:
 # --- policies --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my SSN is 123-45-6789.", "my SSN is [SSN]."),
+        ("SSN: 078 05 1120", "SSN: [SSN]"),
+        ("ssn 078051120", "ssn [SSN]"),
+        ("Social Security number: 078051120", "Social Security number: [SSN]"),
+        ("my passport number is X1234567", "my passport number is [PASSPORT]"),
+        ("Passport No. 533380006 expires", "Passport No. [PASSPORT] expires"),
+        ("passport #C03005988", "passport #[PASSPORT]"),
+    ],
+)
+def test_social_security_and_passport_numbers_are_redacted(text: str, expected: str) -> None:
+    assert POLICY.redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "000-12-3456",  # area 000 is never issued
+        "666-12-3456",
+        "912-34-5678",
+        "123-00-4567",
+        "123-45-0000",
+        "123-45 6789",  # two kinds of separator
+        "order 078051120 shipped",  # nine digits without a label
+        "my passport is expired",
+        "passport photos cost 15 dollars",
+        "2023-05-30",
+    ],
+)
+def test_ssn_and_passport_look_alikes_are_kept(text: str) -> None:
+    assert POLICY.redact(text).text == text
+
+
 def test_the_default_policy_runs_the_default_rules_in_order() -> None:
     assert default_policy() == RedactionPolicy()
     assert default_policy().rules == DEFAULT_RULES
@@ -562,6 +597,8 @@ def test_the_default_policy_runs_the_default_rules_in_order() -> None:
         "secret_assignment",
         "email",
         "iban",
+        "ssn",
+        "passport",
         "card",
         "phone",
     )
@@ -685,6 +722,9 @@ def test_redacting_twice_is_redacting_once() -> None:
         "eyJabcde." * 2000,
         "(0" * 10000,
         "://a:" * 4000,
+        "123-45-" * 3000,
+        "ssn " * 5000,
+        "passport number is " * 1000,
     ],
     ids=lambda text: repr(text[:12]),
 )

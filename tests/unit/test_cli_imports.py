@@ -24,6 +24,7 @@ HEAVY = (
     "uvicorn",
     "psycopg",
     "hnswlib",
+    "mcp",
     "engramdb.engine",
 )
 
@@ -46,7 +47,9 @@ def test_importing_the_cli_loads_no_engine_model_or_web_framework() -> None:
     assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
 
 
-@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"], ["eval", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["serve", "--help"], ["eval", "--help"], ["mcp", "--help"]]
+)
 def test_help_loads_none_of_them_either(args: list[str]) -> None:
     loaded = loaded_after(
         "from engramdb.cli.app import app\n"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 import warnings
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+RawFlag = Annotated[bool, typer.Option("--raw", help="Show memories as stored, without redaction.")]
 #: The content types of rfc-2001; others may be used as well.
 CONTENT_TYPES = "activity, profile, event, fact, conversation, reasoning, research, entity"
 #: The event types of the log (checked against the domain events by a test).
@@ -150,7 +152,8 @@ _SHOWN_WARNINGS = (StaleVectorsWarning, PartialRecallWarning)
 
 def fail(exc: EngramError) -> typer.Exit:
     """Print ``exc`` as one ``error:`` line; the exit to raise (2: the caller's mistake)."""
-    render.err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    # The message is text, not markup: "engramdb[mcp]" must print as written.
+    render.err.print(f"[red]error:[/red] {escape(exc.message)}", markup=True, highlight=False)
     return typer.Exit(2 if isinstance(exc, UsageError) else 1)
 
 
@@ -189,6 +192,8 @@ def parse_meta(pairs: list[str]) -> dict[str, Any]:
             meta[name] = json.loads(raw)
         except json.JSONDecodeError:
             meta[name] = raw
+        except RecursionError:
+            raise ValidationError(f"metadata {name!r} is nested too deep") from None
     return meta
 
 
@@ -209,15 +214,10 @@ def add(
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         from engramdb.core.types import MemoryTier
+        from engramdb.core.validation import parse_json
 
-        if json_value:
-            try:
-                parsed: Any = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"VALUE is not valid JSON: {exc.msg}") from exc
-        else:
-            parsed = value
-        if ttl is not None and ttl <= 0:
+        parsed: Any = parse_json(value, what="VALUE") if json_value else value
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
             raise ValidationError("--ttl must be a positive number of seconds")
         ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         entry = await memory.manager.store(
@@ -431,7 +431,9 @@ def sweep(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
+from engramdb.cli.ingest_command import register as register_ingest  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
+from engramdb.cli.mcp_command import register as register_mcp  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
 
@@ -440,6 +442,8 @@ register_memory(app)
 register_serve(app)
 register_inspect(app)
 register_admin(app)
+register_ingest(app)
+register_mcp(app)
 
 
 def main() -> None:

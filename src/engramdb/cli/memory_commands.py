@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from engramdb.cli import render
-from engramdb.cli.app import JsonFlag, run
+from engramdb.cli.app import JsonFlag, RawFlag, run
 from engramdb.cli.progress import bars
 from engramdb.core.errors import UsageError
 
@@ -131,12 +131,13 @@ def register(app: typer.Typer) -> None:
         prompt: str,
         memory_type: TypeOption = TypeChoice.episodic,
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
+        raw: RawFlag = False,
         as_json: JsonFlag = False,
     ) -> None:
-        """Items of a memory type relevant to PROMPT."""
+        """Items of a memory type relevant to PROMPT (redacted unless --raw)."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            items = await _plugin(memory, memory_type).remember(prompt, limit=limit)
+            items = await _plugin(memory, memory_type).remember(prompt, limit=limit, raw=raw)
             if ctx.obj.as_json:
                 render.emit_json([i.model_dump(mode="json") for i in items])
             else:
@@ -176,12 +177,13 @@ def register(app: typer.Typer) -> None:
         memory_type: TypeOption = TypeChoice.episodic,
         scope: Annotated[str, typer.Option(help="all, recent, important, by_tag:<tag>.")] = "all",
         tokens: Annotated[int, typer.Option(min=1, help="Token limit.")] = 300,
+        raw: RawFlag = False,
         as_json: JsonFlag = False,
     ) -> None:
-        """An extractive summary of a memory type within a token limit."""
+        """A summary of a memory type within a token limit (redacted unless --raw)."""
 
         async def work(engine: Engine, memory: ScopedMemory) -> None:
-            result = await _plugin(memory, memory_type).summarize(scope, tokens)
+            result = await _plugin(memory, memory_type).summarize(scope, tokens, raw=raw)
             if ctx.obj.as_json:
                 render.emit_json(result.model_dump(mode="json"))
             else:

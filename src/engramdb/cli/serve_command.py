@@ -62,6 +62,13 @@ def register(app: typer.Typer) -> None:
         vectors: Annotated[
             bool, typer.Option(help="Embed memories for vector search (the local model).")
         ] = True,
+        nats: Annotated[
+            str | None,
+            typer.Option(
+                envvar="ENGRAM_NATS_URL",
+                help="Publish the event log to NATS JetStream at this URL (nats://host:4222).",
+            ),
+        ] = None,
     ) -> None:
         """Serve the REST API (OpenAPI at /docs); stateless, so several instances may
         share one PostgreSQL database."""
@@ -79,14 +86,16 @@ def register(app: typer.Typer) -> None:
                 jwt_secret=jwt_secret,
                 jwt_audience=jwt_audience,
                 max_body_bytes=max_body_bytes,
+                nats_url=nats,
             )
         except UsageError as exc:
             raise fail(exc) from None
         config = EngineConfig() if vectors else EngineConfig(embedder=None)
         application = create_app(settings, db=target, config=config)
         render.err.print(
-            f"Engram REST service on http://{host}:{port}/ (API docs at /docs; Ctrl-C stops "
-            f"it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}",
+            f"Engram REST service on http://{host}:{port}/ (API docs at /docs, MCP at /mcp; "
+            f"Ctrl-C stops it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}"
+            + (f"\nevents published to {nats}" if nats else ""),
             markup=False,
             highlight=False,
         )

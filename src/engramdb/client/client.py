@@ -8,8 +8,10 @@ answer was lost (a dropped connection, a 503) without writing twice.
 from __future__ import annotations
 
 import asyncio
+import json as json_module
 import uuid
 import warnings
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -18,9 +20,14 @@ import httpx
 from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
-from engramdb.client.fields import given, segment
+from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
-from engramdb.core.errors import NotFoundError, PartialRecallWarning
+from engramdb.core.errors import (
+    InvalidValueError,
+    NotFoundError,
+    PartialRecallWarning,
+    VersionConflictError,
+)
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
 from engramdb.orchestrator.plans import Plan
@@ -31,6 +38,7 @@ from engramdb.service.models import (
     Deleted,
     EventPage,
     Health,
+    IngestOut,
     Items,
     Page,
     PlanState,
@@ -114,9 +122,12 @@ class MemoryClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        expected_version: int | None = None,
+        if_absent: bool = False,
     ) -> httpx.Response:
         """Send one request and return the successful answer, retrying lost writes under one
-        idempotency key (a fresh one unless given).
+        idempotency key (a fresh one unless given); ``expected_version`` is sent as
+        ``If-Match``, ``if_absent`` as ``If-None-Match: *``.
 
         Raises:
             EngramError: the typed error of an error answer.
@@ -125,11 +136,18 @@ class MemoryClient:
         headers = {}
         if method in ("POST", "PUT", "PATCH", "DELETE"):
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
+        if expected_version is not None:
+            headers["If-Match"] = f'"{expected_version}"'
+        if if_absent:
+            headers["If-None-Match"] = "*"
         query = {k: v for k, v in (params or {}).items() if v is not None}
+        content = None if json is None else _body(json)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
         for attempt in range(self.retries + 1):
             try:
                 response = await self._http.request(
-                    method, path, json=json, params=query, headers=headers
+                    method, path, content=content, params=query, headers=headers
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:
@@ -183,12 +201,24 @@ class MemoryClient:
         return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
 
     async def search_knowledge(
-        self, query: str, *, limit: int = 10, user_id: str | None = None
+        self, query: str, *, limit: int = 10, user_id: str | None = None, raw: bool = False
     ) -> list[MemoryItem]:
         """Facts relevant to ``query``: the user's private ones and the public ones."""
-        params = {"q": query, "limit": limit, "user_id": user_id}
+        params = {"q": query, "limit": limit, "user_id": user_id, **raw_param(raw)}
         found = await self._call(Items, "GET", "/v1/memory/semantic/search", params=params)
         return found.items
+
+    # -- formation ---------------------------------------------------------------------------
+
+    async def ingest(
+        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+    ) -> IngestOut:
+        """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
+        ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
+        of themself becomes profile facts, events, activities and graph facts; the answer
+        counts what changed per category."""
+        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------
 
@@ -215,9 +245,9 @@ class MemoryClient:
         body["importance"] = importance
         return await self._call(WriteResult, "POST", "/v1/memory/episodic", json=body)
 
-    async def get_recent_history(self, limit: int = 20) -> list[MemoryItem]:
+    async def get_recent_history(self, limit: int = 20, *, raw: bool = False) -> list[MemoryItem]:
         """The latest interactions, newest first."""
-        params = {"limit": limit}
+        params = {"limit": limit, **raw_param(raw)}
         return (await self._call(Items, "GET", "/v1/memory/episodic/recent", params=params)).items
 
     async def search_interactions(
@@ -227,6 +257,7 @@ class MemoryClient:
         limit: int = 10,
         since: datetime | None = None,
         until: datetime | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
         """Interactions relevant to ``query``, best first."""
         params = {
@@ -234,6 +265,7 @@ class MemoryClient:
             "limit": limit,
             "since": since.isoformat() if since else None,
             "until": until.isoformat() if until else None,
+            **raw_param(raw),
         }
         return (await self._call(Items, "GET", "/v1/memory/episodic/search", params=params)).items
 
@@ -254,18 +286,37 @@ class MemoryClient:
         body |= {"procedure_type": procedure_type, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
 
-    async def get_relevant_skills(self, query: str, *, limit: int = 10) -> list[MemoryItem]:
+    async def get_relevant_skills(
+        self, query: str, *, limit: int = 10, raw: bool = False
+    ) -> list[MemoryItem]:
         """Rules and examples for ``query``: fired triggers first, then by meaning."""
-        params = {"q": query, "limit": limit}
+        params = {"q": query, "limit": limit, **raw_param(raw)}
         found = await self._call(Items, "GET", "/v1/memory/procedural/context", params=params)
         return found.items
 
     # -- working memory ----------------------------------------------------------------------
 
-    async def set_plan_state(self, plan_id: str, key: str, value: Any) -> StateOut:
-        """Set ``key`` of the plan's shared state."""
+    async def set_plan_state(
+        self,
+        plan_id: str,
+        key: str,
+        value: Any,
+        *,
+        expected_version: int | None = None,
+        if_absent: bool = False,
+    ) -> StateOut:
+        """Set ``key`` of the plan's shared state; with ``expected_version``, only over that
+        version (``VersionConflictError``); with ``if_absent``, only if unset
+        (``ConflictError``)."""
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return await self._call(StateOut, "PUT", path, json={"value": value})
+        return await self._call(
+            StateOut,
+            "PUT",
+            path,
+            json={"value": value},
+            expected_version=expected_version,
+            if_absent=if_absent,
+        )
 
     async def get_plan_state(self, plan_id: str, key: str) -> StateOut:
         """``key`` of the plan's shared state. Raises ``NotFoundError`` if unset."""
@@ -277,15 +328,18 @@ class MemoryClient:
         """Every key of the plan's shared state."""
         return (await self._call(PlanState, "GET", f"/v1/memory/working/{segment(plan_id)}")).state
 
-    async def delete_plan_state(self, plan_id: str, key: str | None = None) -> int:
+    async def delete_plan_state(
+        self, plan_id: str, key: str | None = None, *, expected_version: int | None = None
+    ) -> int:
         """Delete ``key`` of the plan's state (or, without ``key``, all of it); returns how
-        many keys went."""
+        many keys went. With ``expected_version``, only that version of ``key``."""
         if key is None:
             return (
                 await self._call(Cleared, "DELETE", f"/v1/memory/working/{segment(plan_id)}")
             ).deleted
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return int((await self._call(Deleted, "DELETE", path)).deleted)
+        answer = await self._call(Deleted, "DELETE", path, expected_version=expected_version)
+        return int(answer.deleted)
 
     # -- task context ------------------------------------------------------------------------
 
@@ -318,10 +372,15 @@ class MemoryClient:
         """The task context ``task_id``. Raises ``NotFoundError``."""
         return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{segment(task_id)}")
 
-    async def update_task_context(self, task_id: str, **changes: Any) -> TaskContext:
-        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context."""
+    async def update_task_context(
+        self, task_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> TaskContext:
+        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context;
+        with ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/task-context/{segment(task_id)}"
-        return await self._call(TaskContext, "PUT", path, json=changes)
+        return await self._call(
+            TaskContext, "PUT", path, json=changes, expected_version=expected_version
+        )
 
     async def get_task_by_subtask(self, subtask_id: str) -> TaskContext:
         """The task context listing ``subtask_id``. Raises ``NotFoundError``."""
@@ -336,11 +395,20 @@ class MemoryClient:
             return None
 
     async def add_sub_task(self, task_id: str, subtask_id: str) -> TaskContext:
-        """Add ``subtask_id`` to a task context's sub-tasks (once)."""
-        task = await self.get_task_context(task_id)
-        if subtask_id in task.sub_tasks:
-            return task
-        return await self.update_task_context(task_id, sub_tasks=[*task.sub_tasks, subtask_id])
+        """Add ``subtask_id`` to a task context's sub-tasks (once); a concurrent change of the
+        list is read again, never overwritten."""
+        while True:
+            task = await self.get_task_context(task_id)
+            if subtask_id in task.sub_tasks:
+                return task
+            try:
+                return await self.update_task_context(
+                    task_id,
+                    expected_version=task.version,
+                    sub_tasks=[*task.sub_tasks, subtask_id],
+                )
+            except VersionConflictError:
+                continue
 
     async def list_task_contexts(
         self, *, plan_id: str | None = None, limit: int = 50, offset: int = 0
@@ -349,9 +417,13 @@ class MemoryClient:
         params = {"plan_id": plan_id, "limit": limit, "offset": offset}
         return await self._call(Page[TaskContext], "GET", "/v1/memory/task-context", params=params)
 
-    async def delete_task_context(self, task_id: str) -> None:
-        """Delete a task context. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/task-context/{segment(task_id)}")
+    async def delete_task_context(
+        self, task_id: str, *, expected_version: int | None = None
+    ) -> None:
+        """Delete a task context (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/task-context/{segment(task_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- plans -------------------------------------------------------------------------------
 
@@ -381,13 +453,19 @@ class MemoryClient:
         """The plan ``plan_id``. Raises ``NotFoundError``."""
         return await self._call(Plan, "GET", f"/v1/memory/plans/{segment(plan_id)}")
 
-    async def update_plan(self, plan_id: str, **changes: Any) -> Plan:
-        """Replace the given fields (``status``, ``state``, …) of a plan."""
-        return await self._call(Plan, "PUT", f"/v1/memory/plans/{segment(plan_id)}", json=changes)
+    async def update_plan(
+        self, plan_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Plan:
+        """Replace the given fields (``status``, ``state``, …) of a plan; with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        return await self._call(Plan, "PUT", path, json=changes, expected_version=expected_version)
 
-    async def delete_plan(self, plan_id: str) -> None:
-        """Delete a plan. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/plans/{segment(plan_id)}")
+    async def delete_plan(self, plan_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a plan (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -413,14 +491,21 @@ class MemoryClient:
         """The session ``session_id``. Raises ``NotFoundError``."""
         return await self._call(Session, "GET", f"/v1/memory/sessions/{segment(session_id)}")
 
-    async def update_session(self, session_id: str, **changes: Any) -> Session:
-        """Replace the given fields of a session (and mark it used now)."""
+    async def update_session(
+        self, session_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Session:
+        """Replace the given fields of a session (and mark it used now); with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/sessions/{segment(session_id)}"
-        return await self._call(Session, "PUT", path, json=changes)
+        return await self._call(
+            Session, "PUT", path, json=changes, expected_version=expected_version
+        )
 
-    async def delete_session(self, session_id: str) -> None:
-        """Delete a session. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/sessions/{segment(session_id)}")
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a session (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/sessions/{segment(session_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- entries, recall, events -------------------------------------------------------------
 
@@ -432,48 +517,61 @@ class MemoryClient:
         content_type: str = "fact",
         metadata: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
+        expected_version: int | None = None,
     ) -> MemoryEntry:
-        """Store ``value`` under ``key`` in persistent memory."""
+        """Store ``value`` under ``key`` in persistent memory; with ``expected_version``, only
+        over that version of the entry (``VersionConflictError``, ``NotFoundError``)."""
         body = given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
         body["content_type"] = content_type
-        return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
+        return await self._call(
+            MemoryEntry, "POST", "/v1/memory/entries", json=body, expected_version=expected_version
+        )
 
-    async def read(self, key: str) -> MemoryEntry | None:
+    async def read(self, key: str, *, raw: bool = False) -> MemoryEntry | None:
         """The entry under ``key``, or ``None``."""
+        path = f"/v1/memory/entries/{segment(key)}"
         try:
-            return await self._call(MemoryEntry, "GET", f"/v1/memory/entries/{segment(key)}")
+            return await self._call(MemoryEntry, "GET", path, params=raw_param(raw))
         except NotFoundError:
             return None
 
     async def list_entries(
-        self, *, prefix: str | None = None, limit: int = 100, offset: int = 0
+        self, *, prefix: str | None = None, limit: int = 100, offset: int = 0, raw: bool = False
     ) -> Page[MemoryEntry]:
         """Live entries by key (starting with ``prefix`` only, if given)."""
-        params = {"prefix": prefix, "limit": limit, "offset": offset}
+        params = {"prefix": prefix, "limit": limit, "offset": offset, **raw_param(raw)}
         return await self._call(Page[MemoryEntry], "GET", "/v1/memory/entries", params=params)
 
-    async def delete(self, key: str) -> bool:
-        """Delete the entry under ``key``; ``False`` if there was none."""
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Delete the entry under ``key``; ``False`` if there was none. With
+        ``expected_version``, only that version (``VersionConflictError``)."""
+        path = f"/v1/memory/entries/{segment(key)}"
         try:
-            await self.request("DELETE", f"/v1/memory/entries/{segment(key)}")
+            await self.request("DELETE", path, expected_version=expected_version)
         except NotFoundError:
             return False
         return True
 
-    async def recall(self, query: str | RecallQuery, *, limit: int = 10) -> list[RecallResult]:
+    async def recall(
+        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+    ) -> list[RecallResult]:
         """Memories across every provider matching ``query``, merged by relevance; warns
         (``PartialRecallWarning``) when the service answered without providers that failed,
         as ``MemoryManager.recall`` does in process."""
-        answer = await self.recall_report(query, limit=limit)
+        answer = await self.recall_report(query, limit=limit, raw=raw)
         if answer.failed_providers:
             warnings.warn(PartialRecallWarning.naming(answer.failed_providers), stacklevel=2)
         return answer.results
 
-    async def recall_report(self, query: str | RecallQuery, *, limit: int = 10) -> RecallOut:
+    async def recall_report(
+        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+    ) -> RecallOut:
         """``recall``'s results with the providers that failed (``failed_providers``)."""
         chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
         body = chosen.model_dump(mode="json", exclude_none=True)
-        return await self._call(RecallOut, "POST", "/v1/memory/recall", json=body)
+        return await self._call(
+            RecallOut, "POST", "/v1/memory/recall", json=body, params=raw_param(raw)
+        )
 
     async def events(
         self, *, after: int = 0, limit: int = 100, event_types: list[str] | None = None
@@ -481,3 +579,14 @@ class MemoryClient:
         """Events of the caller's tenant (or user) in log order after position ``after``."""
         params = {"after": after, "limit": limit, "event_type": event_types}
         return await self._call(EventPage, "GET", "/v1/events", params=params)
+
+
+def _body(data: Any) -> bytes:
+    """``data`` as a JSON body, or the ``InvalidValueError`` the service would answer: ASCII
+    escapes carry a lone surrogate to the service to be refused there, as in any language."""
+    try:
+        return json_module.dumps(data, allow_nan=False, separators=(",", ":")).encode()
+    except RecursionError:
+        raise InvalidValueError("the request body is nested too deep", field="body") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"the request body is not JSON: {exc}", field="body") from exc

@@ -23,3 +23,9 @@ def segment(value: str) -> str:
     (``a?b``, ``x/../plans/p1`` and ``..`` are themselves)."""
     escaped = quote(value, safe="")
     return escaped.replace(".", "%2E") if escaped in (".", "..") else escaped
+
+
+def raw_param(raw: bool) -> dict[str, str]:
+    """The query parameter asking for memories as stored, without redaction (only sent when
+    asked for, so that readers' requests stay valid)."""
+    return {"raw": "true"} if raw else {}

@@ -9,9 +9,11 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
     │   │   ├── InvalidScopeError
+    │   │   ├── InvalidPatternError a user pattern too long or outside the linear-time syntax
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
+    │   │   └── VersionConflictError    the record is no longer the version the caller read
     │   ├── AuthenticationError     no credentials, or credentials that do not verify
     │   ├── PermissionDeniedError   valid credentials without the right to this request
     │   ├── ProviderNotFoundError
@@ -31,9 +33,15 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
         ├── RecallError             every provider asked by a recall failed, not all on the query
         ├── EngineClosedError
         ├── EmbedderError           an embedding model or endpoint failed (details: status_code)
-        │   └── ModelIntegrityError a model file is missing or differs from its pinned sha256
+        │   ├── ModelIntegrityError a model file is missing or differs from its pinned sha256
+        │   └── EmbedderUnavailableError  (also a ModelUnavailableError)
         ├── RerankError             a reranking model or endpoint failed (details: status_code)
-        └── LLMError                a chat model endpoint failed (details: status_code, retryable)
+        │   └── RerankUnavailableError    (also a ModelUnavailableError)
+        ├── LLMError                a chat model endpoint failed (details: status_code, retryable)
+        │   ├── LLMUnavailableError       (also a ModelUnavailableError)
+        │   └── LLMOutputError      the model answered, but nothing valid (details: attempts)
+        │       └── LLMEmptyAnswerError   it answered nothing at all
+        └── ModelUnavailableError   a model server stayed busy or down through every retry
 
 ``EngramError`` never shadows Python's built-in ``MemoryError``. Each error carries structured
 fields in ``details`` so the HTTP, MCP and CLI edges can map it without parsing messages.
@@ -101,6 +109,14 @@ class InvalidScopeError(ValidationError):
     code = "invalid_scope"
 
 
+class InvalidPatternError(ValidationError):
+    """A user-supplied regular expression is longer than allowed, does not compile, or needs
+    what a linear-time engine cannot do (backreferences, lookaround). ``details``: ``pattern``
+    and ``reason``."""
+
+    code = "invalid_pattern"
+
+
 class RecallQueryError(ValidationError):
     """Every provider a recall asked refused the query itself (a filter none can evaluate):
     asking again unchanged fails the same way. ``details["failures"]`` names each provider
@@ -122,6 +138,16 @@ class ConflictError(UsageError):
     """The write collides with stored state (the id is taken) or with a request in flight."""
 
     code = "conflict"
+
+
+class VersionConflictError(ConflictError):
+    """The caller's expected version of a record is not the stored one: someone else wrote
+    it since the caller read it. Nothing was written; read it again and retry.
+
+    ``details``: ``key`` (and ``resource``/``id`` for resources), ``expected`` and ``current``.
+    """
+
+    code = "version_conflict"
 
 
 class AuthenticationError(UsageError):
@@ -305,3 +331,51 @@ class LLMError(EngramRuntimeError):
     """
 
     code = "llm_error"
+
+
+class ModelUnavailableError(EngramRuntimeError):
+    """A remote model (chat, embeddings, rerank) stayed busy or unreachable through every
+    retry its ``RetryPolicy`` allowed: rate limits, 5xx answers, timeouts, refused connections.
+
+    ``details`` carries ``url``, ``attempts``, ``waited_s`` and, when the server answered,
+    ``status_code`` and ``retry_after_s``. Each client raises its own subclass, which is also
+    its usual error type (an ``EmbedderUnavailableError`` is an ``EmbedderError``).
+    """
+
+    code = "model_unavailable"
+
+
+class EmbedderUnavailableError(ModelUnavailableError, EmbedderError):
+    """An embeddings endpoint stayed unavailable; writes store their memories without a
+    vector and embed them later."""
+
+    code = "embedder_unavailable"
+
+
+class RerankUnavailableError(ModelUnavailableError, RerankError):
+    """A rerank endpoint stayed unavailable; search keeps its hybrid order."""
+
+    code = "rerank_unavailable"
+
+
+class LLMUnavailableError(ModelUnavailableError, LLMError):
+    """A chat-completions endpoint stayed unavailable."""
+
+    code = "llm_unavailable"
+
+
+class LLMOutputError(LLMError):
+    """The chat model answered, but no answer was what was asked for (not JSON, or JSON that
+    does not fit the schema) after every allowed try.
+
+    ``details`` carries ``attempts``, ``reason`` (the last problem) and ``excerpt`` (the start
+    of the last answer).
+    """
+
+    code = "llm_invalid_output"
+
+
+class LLMEmptyAnswerError(LLMOutputError):
+    """The chat model answered with no text at all (or only its hidden reasoning)."""
+
+    code = "llm_empty_answer"

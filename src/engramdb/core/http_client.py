@@ -1,6 +1,7 @@
 """``JsonEndpoint``: what Engram's clients of remote JSON endpoints (chat, embeddings, rerank)
-share — one ``httpx`` client, headers with an optional bearer key, a POST whose failures become
-the client's own error type, and the checks on an answer's JSON body."""
+share — one ``httpx`` client, headers with an optional bearer key, a POST retried under a
+``RetryPolicy`` whose failures become the client's own error type (its ``unavailable`` type
+once the retries are spent), and the checks on an answer's JSON body."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any, Self
 
 import httpx
 
-from engramdb.core.errors import EngramRuntimeError
+from engramdb.core.errors import EngramRuntimeError, ModelUnavailableError
 from engramdb.core.http_errors import post_json
+from engramdb.core.retry import RetryPolicy, retrying
 
 
 class JsonEndpoint:
@@ -21,6 +23,8 @@ class JsonEndpoint:
         url: the full endpoint URL.
         error: the error type every failure becomes (``details``: ``url``, ``retryable``,
             ``status_code`` when the server answered).
+        unavailable: the error type a retryable failure becomes once ``retry`` gives up.
+        retry: how a retryable failure (timeout, connection, 408/409/429, 5xx) is retried.
         what: names the request in messages ("chat", "embeddings", "rerank").
         timeout: seconds (or an ``httpx.Timeout``) per request.
         api_key: sent as ``Authorization: Bearer …``; ``None`` sends no such header.
@@ -34,7 +38,9 @@ class JsonEndpoint:
         url: str,
         *,
         error: type[EngramRuntimeError],
+        unavailable: type[ModelUnavailableError],
         what: str,
+        retry: RetryPolicy,
         timeout: float | httpx.Timeout,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
@@ -42,6 +48,8 @@ class JsonEndpoint:
     ) -> None:
         self._url = url
         self._error = error
+        self._unavailable = unavailable
+        self._retry = retry
         self._what = what
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._headers = dict(headers or {})
@@ -55,18 +63,33 @@ class JsonEndpoint:
         """The full endpoint URL requests go to."""
         return self._url
 
-    async def _post(self, payload: dict[str, Any]) -> httpx.Response:
+    @property
+    def retry(self) -> RetryPolicy:
+        """How retryable failures are retried."""
+        return self._retry
+
+    async def _post(
+        self, payload: dict[str, Any], *, retry: RetryPolicy | None = None
+    ) -> httpx.Response:
+        """The answer to ``payload``, retried under ``retry`` (default: the endpoint's)."""
         if self._client is None:
             self._client = httpx.AsyncClient()
             self._owns_client = True
-        return await post_json(
-            self._client,
-            self._url,
-            payload,
-            headers=self._headers,
-            http_timeout=self._timeout,
-            error=self._error,
-            what=self._what,
+        client = self._client
+
+        async def once() -> httpx.Response:
+            return await post_json(
+                client,
+                self._url,
+                payload,
+                headers=self._headers,
+                http_timeout=self._timeout,
+                error=self._error,
+                what=self._what,
+            )
+
+        return await retrying(
+            once, retry or self._retry, unavailable=self._unavailable, what=self._what
         )
 
     def _malformed(

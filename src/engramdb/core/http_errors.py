@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from engramdb.core.errors import EngramRuntimeError
+from engramdb.core.retry import parse_retry_after
 
 #: Statuses worth retrying besides every 5xx: timeout, conflict, rate limit.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -48,7 +49,8 @@ async def post_json(
 ) -> httpx.Response:
     """POST ``payload`` to an OpenAI-compatible endpoint; every failure (timeout, connection,
     error status) becomes ``error`` with ``url``, ``retryable`` and, when the server answered,
-    ``status_code`` in its details. ``what`` names the request in messages ("chat")."""
+    ``status_code`` (and ``retry_after_s`` when it sent ``Retry-After``) in its details.
+    ``what`` names the request in messages ("chat")."""
     try:
         response = await client.post(url, json=payload, headers=headers, timeout=http_timeout)
     except httpx.TimeoutException as exc:
@@ -58,11 +60,17 @@ async def post_json(
     except httpx.HTTPError as exc:
         raise error(f"{what} request to {url} failed: {exc}", url=url, retryable=True) from exc
     if response.status_code >= 400:
+        details: dict[str, Any] = {
+            "url": url,
+            "status_code": response.status_code,
+            "retryable": is_retryable(response.status_code),
+        }
+        wait = parse_retry_after(response.headers.get("Retry-After"))
+        if wait is not None:
+            details["retry_after_s"] = wait
         raise error(
             f"{what} endpoint {url} answered {response.status_code}: "
             f"{error_reason(response.text, response.reason_phrase)}",
-            url=url,
-            status_code=response.status_code,
-            retryable=is_retryable(response.status_code),
+            **details,
         )
     return response

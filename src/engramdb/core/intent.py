@@ -17,6 +17,9 @@ class MemoryItem(EngramModel):
     ``metadata`` round-trips unchanged, so callers can map results back to their own ids.
     ``score`` (with its parts in ``score_breakdown``: bm25, vector, fused, recency, …) is
     set on items returned by ``remember``; ``version`` and ``superseded`` on versioned facts.
+    ``valid_from`` / ``valid_to`` bound when a fact held in the world (``valid_to`` exclusive;
+    ``None``: since ever / still holds); a superseded version's ``valid_to`` is when the next
+    one began.
     """
 
     text: str = Field(min_length=1, max_length=1_000_000)
@@ -34,6 +37,8 @@ class MemoryItem(EngramModel):
     score_breakdown: dict[str, float] = Field(default_factory=dict)
     version: int | None = None
     superseded: bool = False
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
 
 
 class MemorizeResult(EngramModel):

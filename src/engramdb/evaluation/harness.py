@@ -111,7 +111,7 @@ class EngramTarget:
         self, haystack_id: str, question: str, limit: int, now: datetime
     ) -> list[MemoryItem]:
         scope = self._engram.scope(tenant=self._tenant, user=haystack_id)
-        return list(await scope.episodic.remember(question, limit=limit, now=now))
+        return list(await scope.episodic.remember(question, limit=limit, now=now, raw=True))
 
 
 class ProgressSink(Protocol):

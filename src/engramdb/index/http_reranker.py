@@ -7,9 +7,10 @@ Speaks the protocol of Cohere, Jina, vLLM and LiteLLM (and of the gateways in fr
     {"model": "...", "query": "...", "documents": ["text", ...], "top_n": n}
     -> {"results": [{"index": 0, "relevance_score": 0.93}, ...]}
 
-Results come back best first; they are put back in input order by ``index``. Every failure
-(transport, timeout, HTTP status, malformed body) becomes a ``RerankError`` at this boundary,
-with ``status_code`` when the server answered.
+Results come back best first; they are put back in input order by ``index``. A busy server is
+retried briefly (search is waiting, and does without reranking); every failure (transport,
+timeout, HTTP status, malformed body) becomes a ``RerankError`` at this boundary, with
+``status_code`` when the server answered (``RerankUnavailableError`` once retries gave up).
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 
 import httpx
 
-from engramdb.core.errors import RerankError
+from engramdb.core.errors import RerankError, RerankUnavailableError
 from engramdb.core.http_client import JsonEndpoint
+from engramdb.core.retry import RetryPolicy
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+#: A search waits this long at most for a busy reranker before keeping its own order.
+DEFAULT_RETRY = RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=1.0, max_elapsed_s=2.0)
 
 
 class HttpReranker(JsonEndpoint):
@@ -37,6 +41,7 @@ class HttpReranker(JsonEndpoint):
         headers: extra headers for every request.
         client: an ``httpx.AsyncClient`` to use; it stays the caller's to close. Without one
             the reranker creates its own on first use and closes it in ``aclose()``.
+        retry: how a busy or unreachable server is retried before the request gives up.
 
     Raises:
         ValueError: ``model`` or ``base_url`` is empty.
@@ -51,6 +56,7 @@ class HttpReranker(JsonEndpoint):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         if not model:
             raise ValueError("model must not be empty")
@@ -59,7 +65,9 @@ class HttpReranker(JsonEndpoint):
         super().__init__(
             base_url.rstrip("/") + "/rerank",
             error=RerankError,
+            unavailable=RerankUnavailableError,
             what="rerank",
+            retry=retry,
             timeout=timeout,
             api_key=api_key,
             headers=headers,

@@ -8,8 +8,11 @@ Speaks the common protocol (OpenAI, Azure-style gateways, vLLM, Ollama, LiteLLM,
     -> {"data": [{"index": 0, "embedding": [...]}, ...]}
 
 Rows are put back in input order by their ``index`` and L2-normalised, whatever the server
-does. Every failure (transport, timeout, HTTP status, malformed body) becomes an
-``EmbedderError`` at this boundary, with ``status_code`` when the server answered.
+does. A busy or flaky server (429, 5xx, timeouts, refused connections) is retried under the
+embedder's ``RetryPolicy``, honouring ``Retry-After``; once it gives up the failure is an
+``EmbedderUnavailableError`` (writes then store their memories and embed them later). Every
+other failure (an error status such as 401, a malformed body) becomes an ``EmbedderError`` at
+this boundary, with ``status_code`` when the server answered.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from engramdb.core.errors import EmbedderError
+from engramdb.core.errors import EmbedderError, EmbedderUnavailableError
 from engramdb.core.http_client import JsonEndpoint
+from engramdb.core.retry import RetryPolicy
 from engramdb.index.embedder import FloatArray, check_texts, empty_matrix, l2_normalize
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -29,6 +33,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # server's token-per-request limit for chat-length texts and retry cheaply.
 DEFAULT_BATCH_SIZE = 128
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+#: A write waits this long at most for a busy server before storing without its vector.
+DEFAULT_RETRY = RetryPolicy(attempts=6, base_delay_s=0.5, max_delay_s=8.0, max_elapsed_s=30.0)
 
 
 class OpenAIEmbedder(JsonEndpoint):
@@ -48,6 +54,7 @@ class OpenAIEmbedder(JsonEndpoint):
         headers: extra headers for every request.
         client: an ``httpx.AsyncClient`` to use; it stays the caller's to close. Without one
             the embedder creates its own on first use and closes it in ``aclose()``.
+        retry: how a busy or unreachable server is retried before the request gives up.
 
     Raises:
         ValueError: a setting is out of range.
@@ -65,6 +72,7 @@ class OpenAIEmbedder(JsonEndpoint):
         send_dimensions: bool = False,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         if not model:
             raise ValueError("model must not be empty")
@@ -75,7 +83,9 @@ class OpenAIEmbedder(JsonEndpoint):
         super().__init__(
             base_url.rstrip("/") + "/embeddings",
             error=EmbedderError,
+            unavailable=EmbedderUnavailableError,
             what="embeddings",
+            retry=retry,
             timeout=timeout,
             api_key=api_key,
             headers=headers,
@@ -103,8 +113,9 @@ class OpenAIEmbedder(JsonEndpoint):
 
         Raises:
             InvalidValueError: an item of ``texts`` is not a string.
-            EmbedderError: the request failed, timed out, got an error status (``status_code``
-                and ``retryable`` in ``details``) or a malformed answer.
+            EmbedderUnavailableError: the server stayed busy or unreachable through every retry.
+            EmbedderError: the server answered an error status that retrying cannot fix
+                (``status_code`` in ``details``) or a malformed answer.
         """
         wanted = check_texts(texts)
         if not wanted:

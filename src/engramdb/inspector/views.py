@@ -30,6 +30,7 @@ from engramdb.inspector.html import (
     set_levels,
     table,
 )
+from engramdb.orchestrator.redaction import RedactionPolicy
 from engramdb.orchestrator.trace import last_traces
 from engramdb.providers.graph import GRAPH_LEVELS
 from engramdb.providers.graph.store import (
@@ -71,10 +72,13 @@ def _shown(value: object, names: Mapping[str, str] | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _event_rows(events: list[EventEnvelope], *, with_scope: bool) -> list[list[str]]:
+def _event_rows(
+    events: list[EventEnvelope], policy: RedactionPolicy, *, with_scope: bool
+) -> list[list[str]]:
     rows = []
     for event in events:
-        payload = json.dumps(event.payload, ensure_ascii=False, default=str)
+        shown, _ = policy.redact_value(event.payload)
+        payload = json.dumps(shown, ensure_ascii=False, default=str)
         row = [str(event.position or ""), _when(event.occurred_at), esc(event.event_type)]
         if with_scope:
             row.append(scope_link(event.scope))
@@ -121,7 +125,7 @@ async def overview(engine: Engine) -> str:
             "Newest events",
             table(
                 ["#", "time", "type", "scope", "provider", "payload"],
-                _event_rows(recent[:20], with_scope=True),
+                _event_rows(recent[:20], engine.config.redaction, with_scope=True),
             ),
         ),
     )
@@ -176,7 +180,7 @@ async def _records(engine: Engine, scope: Scope) -> str:
                 esc(r.key),
                 f"<span class=chip>{esc(r.content_type)}</span>",
                 _when(r.created_at),
-                excerpt(_shown(r.value, names)),
+                excerpt(engine.config.redaction.redact(_shown(r.value, names)).text),
             ]
             for r in shown
         ]
@@ -275,7 +279,8 @@ async def scope_page(engine: Engine, scope: Scope, query: str) -> str:
         + section(
             "Events of this scope (newest first)",
             table(
-                ["#", "time", "type", "provider", "payload"], _event_rows(events, with_scope=False)
+                ["#", "time", "type", "provider", "payload"],
+                _event_rows(events, engine.config.redaction, with_scope=False),
             ),
         )
     )
@@ -288,7 +293,7 @@ async def event_log(engine: Engine, after: int) -> str:
     more = ""
     if len(events) == EVENTS_PER_PAGE and events[-1].position is not None:
         more = f"<p><a href='/events?after={events[-1].position}'>next page →</a></p>"
-    rows = _event_rows(events, with_scope=True)
+    rows = _event_rows(events, engine.config.redaction, with_scope=True)
     return page(
         f"Event log after #{after}",
         section(

@@ -46,6 +46,7 @@ from engramdb.core.types import (
 from engramdb.core.validation import validate_key
 from engramdb.manager.merge import merge_results
 from engramdb.manager.registry import ProviderRegistry
+from engramdb.orchestrator.redaction import RedactionPolicy, default_policy, redact_entry
 from engramdb.providers.base import MemoryProvider
 
 TIER_ORDER = (MemoryTier.WORKING, MemoryTier.PERSISTENT, MemoryTier.INDEXED)
@@ -102,8 +103,11 @@ class MemoryManager:
         registry: ProviderRegistry | None = None,
         session: str | None = None,
         recall_timeout_s: float = DEFAULT_RECALL_TIMEOUT_S,
+        redaction: RedactionPolicy | None = None,
     ) -> None:
         self.registry = registry or ProviderRegistry()
+        #: Applied to every recalled entry unless a caller asks for ``raw`` results.
+        self.redaction = redaction if redaction is not None else default_policy()
         self.session = session
         self.recall_timeout_s = recall_timeout_s
         self._providers: dict[str, MemoryProvider] = {}
@@ -272,8 +276,9 @@ class MemoryManager:
                 asked.append(provider)
         return asked
 
-    async def recall_report(self, query: RecallQuery) -> RecallReport:
-        """Unified recall with the per-provider outcome (rfc-2001 §9)."""
+    async def recall_report(self, query: RecallQuery, *, raw: bool = False) -> RecallReport:
+        """Unified recall with the per-provider outcome (rfc-2001 §9); the entries are
+        redacted unless ``raw``."""
         providers = await self._asked(query)
         timeout = query.timeout_s or self.recall_timeout_s
 
@@ -303,17 +308,23 @@ class MemoryManager:
         if providers and not batches:
             _raise_total_failure(failures)
         merged = merge_results(batches, limit=query.limit, session=self.session)
+        if not raw:
+            merged = [
+                result.model_copy(update={"entry": redact_entry(self.redaction, result.entry)})
+                for result in merged
+            ]
         return RecallReport(results=merged, asked=asked, failures=failures)
 
-    async def recall(self, query: RecallQuery) -> list[RecallResult]:
-        """Merged results of :meth:`recall_report`; warns (``PartialRecallWarning``) when
-        some providers failed and the results are the others' only.
+    async def recall(self, query: RecallQuery, *, raw: bool = False) -> list[RecallResult]:
+        """Merged results of :meth:`recall_report` (redacted unless ``raw``); warns
+        (``PartialRecallWarning``) when some providers failed and the results are the others'
+        only.
 
         Raises:
             RecallQueryError: every provider asked refused the query (fix the query).
             RecallError: every provider asked failed, not all on the query (may pass later).
         """
-        report = await self.recall_report(query)
+        report = await self.recall_report(query, raw=raw)
         if report.failures:
             warnings.warn(PartialRecallWarning.naming(report.failures), stacklevel=2)
         return report.results

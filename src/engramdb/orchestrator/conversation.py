@@ -82,12 +82,17 @@ class ConversationMemory(StoredMemoryType):
         return results
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Turns matching ``prompt``, best first."""
-        return await self._search(prompt, limit, filters)
+        """Turns matching ``prompt``, best first, redacted unless ``raw``."""
+        return self.redacted(await self._search(prompt, limit, filters), raw)
 
-    async def recent(self, count: int = 10) -> list[MemoryItem]:
-        """The last ``count`` turns, oldest first."""
+    async def recent(self, count: int = 10, *, raw: bool = False) -> list[MemoryItem]:
+        """The last ``count`` turns, oldest first, redacted unless ``raw``."""
         turns = self.eviction_order(await self.records())
-        return [record_item(r) for r in turns[-count:]] if count > 0 else []
+        return self.redacted([record_item(r) for r in turns[-count:]] if count > 0 else [], raw)

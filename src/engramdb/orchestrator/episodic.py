@@ -113,6 +113,7 @@ class EpisodicMemory(StoredMemoryType):
         since: datetime | None = None,
         until: datetime | None = None,
         now: datetime | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
         """Episodes relevant to ``prompt``, best first, each with ``score``.
 
@@ -124,8 +125,9 @@ class EpisodicMemory(StoredMemoryType):
             until: only episodes that happened before this time.
             now: the time the prompt is asked at, for relative times and recency
                 (default: the current time).
+            raw: return the episodes as stored, without redaction.
         """
-        return await self._search(
+        found = await self._search(
             prompt,
             limit,
             filters,
@@ -134,3 +136,4 @@ class EpisodicMemory(StoredMemoryType):
             now=now,
             time_range=named_time_range(prompt, now),
         )
+        return self.redacted(found, raw)

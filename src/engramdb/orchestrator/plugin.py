@@ -45,6 +45,7 @@ from engramdb.orchestrator.forget_grammar import (
     require_supported,
 )
 from engramdb.orchestrator.forget_llm import translate_forget
+from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.summarize import abstractive_summary, summarize_items
 from engramdb.orchestrator.tokens import count_tokens, count_tokens_many
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
@@ -52,6 +53,7 @@ from engramdb.providers.indexing import SearchHit, SearchRequest
 from engramdb.storage.records import Record, RecordQuery
 
 _ITEM_FIELDS = ("text", "role", "speaker", "kind", "tags", "importance", "key", "turn")
+_VALIDITY = ("valid_from", "valid_to")
 
 
 @runtime_checkable
@@ -65,17 +67,26 @@ class MemoryPlugin(Protocol):
         ...
 
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items relevant to ``prompt``, best first, each with ``score``."""
+        """Items relevant to ``prompt``, best first, each with ``score``; redacted unless
+        ``raw``."""
         ...
 
     async def forget(self, instructions: str, mode: str = "soft") -> ForgetResult:
         """Forget what ``instructions`` (the forget grammar) select, ``soft`` or ``hard``."""
         ...
 
-    async def summarize(self, scope: str = "all", token_limit: int = 500) -> SummaryResult:
-        """A summary of the items ``scope`` selects, at most ``token_limit`` tokens."""
+    async def summarize(
+        self, scope: str = "all", token_limit: int = 500, *, raw: bool = False
+    ) -> SummaryResult:
+        """A summary of the items ``scope`` selects, at most ``token_limit`` tokens;
+        redacted unless ``raw``."""
         ...
 
     async def get_capacity_info(self) -> CapacityInfo:
@@ -130,6 +141,9 @@ def item_value(item: MemoryItem, **extra: Any) -> dict[str, Any]:
             value[name] = getattr(item, name)
     if item.tags:
         value["tags"] = list(item.tags)
+    for name in _VALIDITY:
+        if getattr(item, name) is not None:
+            value[name] = getattr(item, name).isoformat()
     value.update(extra)
     return value
 
@@ -142,6 +156,7 @@ def record_item(
     its content type's kind."""
     value = record.value if isinstance(record.value, dict) else {"text": str(record.value)}
     fields = {name: value[name] for name in _ITEM_FIELDS if name in value and name != "turn"}
+    fields.update({name: value[name] for name in _VALIDITY if isinstance(value.get(name), str)})
     if not isinstance(fields.get("text"), str) or not fields["text"]:
         fields["text"] = record.text or record.key
         fields.setdefault("kind", record.content_type)
@@ -197,6 +212,16 @@ class StoredMemoryType(ABC):
         #: A chat model, when one is configured: it translates free-form forget instructions
         #: to the grammar and writes abstractive summaries.
         self.llm: ChatModel | None = None
+        #: What every read returns through (``raw=True`` skips it, for callers allowed to
+        #: see memories as stored); the engine sets its configured policy.
+        self.redaction: RedactionPolicy = default_policy()
+
+    def redacted(self, items: list[MemoryItem], raw: bool = False) -> list[MemoryItem]:
+        """``items`` with sensitive data in their text and metadata redacted, unless ``raw``
+        (the stored items are not changed)."""
+        if raw:
+            return items
+        return [redact_item(self.redaction, item) for item in items]
 
     # -- storage helpers ---------------------------------------------------------------------
 
@@ -266,9 +291,15 @@ class StoredMemoryType(ABC):
 
     @abstractmethod
     async def remember(
-        self, prompt: str, *, limit: int = 10, filters: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        *,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Items relevant to ``prompt``, best first (each type ranks its own way)."""
+        """Items relevant to ``prompt``, best first (each type ranks its own way), redacted
+        unless ``raw``."""
 
     # -- capacity ----------------------------------------------------------------------------
 
@@ -368,15 +399,28 @@ class StoredMemoryType(ABC):
 
     # -- summarize ---------------------------------------------------------------------------
 
-    async def summarize(self, scope: str = "all", token_limit: int = 500) -> SummaryResult:
+    async def summarize(
+        self, scope: str = "all", token_limit: int = 500, *, raw: bool = False
+    ) -> SummaryResult:
         """A summary of the items ``scope`` selects within ``token_limit``: extractive, or
-        written by the chat model when one is configured (and cut to the limit)."""
-        items = [record_item(r) for r in await self.records()]
+        written by the chat model when one is configured (and cut to the limit). The items
+        are redacted first unless ``raw``, so neither the summary nor the chat model sees
+        what redaction removes."""
+        items = self.redacted([record_item(r) for r in await self.records()], raw)
         if self.llm is not None:
             return await abstractive_summary(
                 self.llm, items, token_limit, scope=scope, now=utc_now()
             )
         return summarize_items(items, token_limit=token_limit, scope=scope, now=utc_now())
+
+
+def redact_item(policy: RedactionPolicy, item: MemoryItem) -> MemoryItem:
+    """A copy of ``item`` with its text and metadata values redacted by ``policy``."""
+    text = policy.redact(item.text).text
+    metadata = policy.redact_value(item.metadata)[0] if item.metadata else item.metadata
+    if text == item.text and metadata == item.metadata:
+        return item
+    return item.model_copy(update={"text": text, "metadata": metadata})
 
 
 def _tokens(record: Record) -> int:
@@ -393,5 +437,6 @@ __all__ = [
     "item_value",
     "moment",
     "record_item",
+    "redact_item",
     "turn_of",
 ]

@@ -34,7 +34,13 @@ Default rules, in the order they run (counts are keyed by these names):
 9. ``card`` — payment card numbers: 13–19 digits, ungrouped or in groups of 3+ digits joined by
    one kind of separator (space or dash), that pass the Luhn check and are not one digit
    repeated → ``[CARD]``.
-10. ``phone`` — phone numbers with at least 7 digits: ``+CC …`` and ``00CC …`` international
+10. ``ssn`` — US Social Security numbers: ``123-45-6789`` and ``123 45 6789`` (not the
+    never-issued area numbers 000, 666 and 900–999, group 00 or serial 0000), and nine digits
+    written after ``SSN`` or ``social security number`` (the label is kept) → ``[SSN]``.
+11. ``passport`` — a passport number (6–9 letters and digits, at least one digit) written
+    after ``passport``, ``passport number``, ``passport no.`` or ``passport #`` (and an
+    ``is`` after them); the label is kept → ``passport number [PASSPORT]``.
+12. ``phone`` — phone numbers with at least 7 digits: ``+CC …`` and ``00CC …`` international
     forms, North-American ``(555) 123-4567`` / ``555-123-4567`` / ``555.123.4567``, and
     European national forms with a trunk ``0`` (``020 7946 0958``, ``06 12 34 56 78``,
     ``0151-12345678``, ``(030) 1234567``) → ``[PHONE]``.
@@ -80,6 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramdb.core.errors import ValidationError
+from engramdb.core.types import MemoryEntry
 
 __all__ = [
     "API_KEY",
@@ -89,15 +96,18 @@ __all__ = [
     "EMAIL",
     "IBAN",
     "JWT",
+    "PASSPORT",
     "PHONE",
     "PRIVATE_KEY",
     "SECRET_ASSIGNMENT",
     "SECRET_TOKEN",
+    "SSN",
     "URL_CREDENTIALS",
     "Redacted",
     "RedactionPolicy",
     "RedactionRule",
     "default_policy",
+    "redact_entry",
 ]
 
 SECRET_TOKEN = "[SECRET]"
@@ -377,6 +387,47 @@ CARD = RedactionRule(
     _is_card_number,
 )
 
+SSN = RedactionRule(
+    "ssn",
+    re.compile(
+        r"""
+        (?<![\w-])
+        (?:
+            # Area, group and serial with one kind of separator; the Social Security
+            # Administration never issues area 000, 666 or 9xx, group 00 or serial 0000.
+            (?!000|666|9)[0-9]{3}(?P<sep>[ -])(?!00)[0-9]{2}(?P=sep)(?!0000)[0-9]{4}
+            # Nine digits in a row are only an SSN when the text says so.
+          | (?P<head>(?i:ssn|social[ ]security(?:[ ](?:number|no\.?))?)[ \t]*[:#]?[ \t]*)
+            (?!000|666|9)[0-9]{9}
+        )
+        (?![\w-])
+        """,
+        re.VERBOSE,
+    ),
+    r"\g<head>[SSN]",
+)
+
+PASSPORT = RedactionRule(
+    "passport",
+    # Passport numbers have no shape of their own (6-9 letters and digits, by country), so
+    # only one named as such is redacted; it must hold a digit, so words ("passport is
+    # expired") are not taken for numbers.
+    re.compile(
+        r"""
+        (?P<head>
+            \b(?i:passport)
+            (?:[ \t]+(?i:number|no\.?|nr\.?|num|id)|[ \t]*\#)?
+            (?:[ \t]+(?i:is|was|reads))?
+            [ \t]*:?[ \t]*
+        )
+        (?=[A-Za-z]*[0-9])[A-Za-z0-9]{6,9}
+        (?![\w-])
+        """,
+        re.VERBOSE,
+    ),
+    r"\g<head>[PASSPORT]",
+)
+
 PHONE = RedactionRule(
     "phone",
     re.compile(
@@ -416,6 +467,8 @@ DEFAULT_RULES: tuple[RedactionRule, ...] = (
     SECRET_ASSIGNMENT,
     EMAIL,
     IBAN,
+    SSN,
+    PASSPORT,
     CARD,
     PHONE,
 )
@@ -541,3 +594,13 @@ _DEFAULT_POLICY = RedactionPolicy()
 def default_policy() -> RedactionPolicy:
     """The policy of ``DEFAULT_RULES`` (immutable, so one instance is shared)."""
     return _DEFAULT_POLICY
+
+
+def redact_entry(policy: RedactionPolicy, entry: MemoryEntry) -> MemoryEntry:
+    """``entry`` with the strings in its value and metadata redacted by ``policy`` (keys,
+    times and the rest unchanged); the same object when nothing was redacted."""
+    value, value_counts = policy.redact_value(entry.value)
+    metadata, metadata_counts = policy.redact_value(entry.metadata)
+    if not value_counts and not metadata_counts:
+        return entry
+    return entry.model_copy(update={"value": value, "metadata": metadata})

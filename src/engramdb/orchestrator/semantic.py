@@ -7,14 +7,18 @@
 | | ``dedupe_threshold``, a near-identical fact updates the existing one instead |
 | | (``created`` / ``updated``); ``public=True`` shares it with the whole tenant |
 | ``remember`` | hybrid search over the user's private facts and the tenant's public ones; |
-| | current versions only, unless ``history=True`` adds the superseded ones |
+| | current versions that hold now, unless ``history=True`` adds the superseded |
+| | (and ended) ones; ``as_of`` gives the version of each fact that held then |
 | ``forget`` | ``id``, ``key``, ``oldest``, ``least important``, ``before``, ``older than``, |
 | | ``matching``, ``fade``, ``all`` |
 | ``summarize`` | extractive over current facts |
 | ``get_capacity_info`` | private facts and their tokens |
 
 Old versions are not kept as records: the event log holds every version, and ``history``
-reads them from it.
+reads them from it. A fact's validity (``valid_from`` / ``valid_to``) is kept with each
+version: a version ends where the next begins, and a fact whose ``valid_to`` has passed no
+longer holds (it is history, shown with ``history=True``). Facts of kind ``profile``,
+``event`` or ``activity`` are stored under that content type, the others as ``fact``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, ClassVar
 from engramdb.core.events import MemoryWritten
 from engramdb.core.intent import MemorizeResult, MemoryItem
 from engramdb.core.scope import ScopeFilter
+from engramdb.core.types import utc_now
 from engramdb.index.query_terms import query_terms
 from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, require_item
 from engramdb.providers.event_sourced import EventSourcedProvider
@@ -35,6 +40,8 @@ from engramdb.storage.backend import EventQuery
 
 NAMESPACE = "semantic"
 PUBLIC_NAMESPACE = "semantic_public"
+#: Item kinds stored under a content type of their own (rfc-2001's formed categories).
+_OWN_CONTENT_TYPES = frozenset({"profile", "event", "activity"})
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -98,6 +105,10 @@ class SemanticMemory(StoredMemoryType):
         super().__init__(provider, limits)
         self.public = public
 
+    def content_type(self, item: MemoryItem) -> str:
+        """``profile``, ``event`` or ``activity`` for items of that kind, else ``fact``."""
+        return item.kind if item.kind in _OWN_CONTENT_TYPES else "fact"
+
     async def memorize(
         self, item: MemoryItem, *, public: bool = False, dedupe_threshold: float | None = None
     ) -> MemorizeResult:
@@ -130,27 +141,55 @@ class SemanticMemory(StoredMemoryType):
         limit: int = 10,
         filters: dict[str, Any] | None = None,
         history: bool = False,
+        as_of: datetime | None = None,
+        raw: bool = False,
     ) -> list[MemoryItem]:
-        """Current facts relevant to ``prompt`` (private and public), best first; with
-        ``history``, each is followed by its superseded versions, newest first."""
-        found = await self._search(prompt, limit, filters)
+        """Facts relevant to ``prompt`` (private and public) that hold now, best first.
+
+        With ``history``, each is followed by its superseded versions, newest first, and
+        facts that no longer hold are kept. With ``as_of``, each fact found is given in the
+        version that held at that moment (facts that did not hold then are left out).
+        Redacted unless ``raw``.
+        """
+        wanted = limit if history else limit * 2  # room for facts that no longer hold
+        found = await self._search(prompt, wanted, filters)
         public = (
-            await self._search(prompt, limit, filters, provider=self.public)
+            await self._search(prompt, wanted, filters, provider=self.public)
             if await self.public.count()
             else []
         )
-        merged = sorted(found + public, key=lambda i: -(i.score or 0.0))[:limit]
+        merged = sorted(found + public, key=lambda i: -(i.score or 0.0))
+        if as_of is not None:
+            return (await self._as_of(merged, as_of, raw))[:limit]
         if not history:
-            return merged
+            now = utc_now()
+            holding = [i for i in merged if i.valid_to is None or i.valid_to > now]
+            return self.redacted(holding[:limit], raw)
         with_history: list[MemoryItem] = []
-        for item in merged:
+        for item in merged[:limit]:
             with_history.append(item)
-            with_history += await self.history(item.id or "", skip_current=True)
-        return with_history
+            with_history += await self.history(item.id or "", skip_current=True, raw=True)
+        return self.redacted(with_history, raw)
 
-    async def history(self, key: str, *, skip_current: bool = False) -> list[MemoryItem]:
+    async def _as_of(
+        self, items: list[MemoryItem], moment: datetime, raw: bool
+    ) -> list[MemoryItem]:
+        held = []
+        for item in items:
+            for version in await self.history(item.id or "", raw=raw):
+                start = version.valid_from or version.occurred_at
+                if (start is None or start <= moment) and (
+                    version.valid_to is None or moment < version.valid_to
+                ):
+                    held.append(version.model_copy(update={"score": item.score}))
+                    break
+        return held
+
+    async def history(
+        self, key: str, *, skip_current: bool = False, raw: bool = False
+    ) -> list[MemoryItem]:
         """Every version of ``key`` (private, else public) from the log, newest first;
-        superseded ones have ``superseded`` set."""
+        superseded ones have ``superseded`` set. Redacted unless ``raw``."""
         for provider in (self.provider, self.public):
             events = await provider.backend.events.read(
                 EventQuery(
@@ -165,22 +204,29 @@ class SemanticMemory(StoredMemoryType):
                 break
         else:
             return []
-        items = []
+        items: list[MemoryItem] = []
         for n, event in enumerate(reversed(versions)):
-            if skip_current and n == 0:
-                continue
             written = MemoryWritten.from_envelope(event)
             value = written.value if isinstance(written.value, dict) else {"text": written.value}
-            items.append(
-                MemoryItem(
-                    id=key,
-                    key=key,
-                    text=str(value.get("text", "")),
-                    importance=float(value.get("importance", 0.5)),
-                    occurred_at=written.occurred_at or event.occurred_at,
-                    metadata=written.metadata,
-                    version=int(value.get("version", 1)),
-                    superseded=n > 0,
-                )
+            item = MemoryItem(
+                id=key,
+                key=key,
+                text=str(value.get("text", "")),
+                kind=str(value.get("kind", "fact")),
+                importance=float(value.get("importance", 0.5)),
+                occurred_at=written.occurred_at or event.occurred_at,
+                metadata=written.metadata,
+                version=int(value.get("version", 1)),
+                superseded=n > 0,
+                valid_from=value.get("valid_from"),
+                valid_to=value.get("valid_to"),
             )
-        return items
+            if items and item.valid_to is None:
+                # A version held until the next one (newer, listed before it) began; a newer
+                # version of the same start restates it (ended, or marked) and ends with it.
+                newer = items[-1]
+                begins = newer.valid_from or newer.occurred_at
+                same = begins == (item.valid_from or item.occurred_at)
+                item = item.model_copy(update={"valid_to": newer.valid_to if same else begins})
+            items.append(item)
+        return self.redacted(items[1:] if skip_current else items, raw)

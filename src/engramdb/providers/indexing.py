@@ -1,7 +1,9 @@
 """``Indexer``: the indexed tier (rfc-2001 §5.3) — hybrid recall over persistent records.
 
 Full-text (BM25) lives in the backend and follows every record change in the same
-transaction. Vectors are computed before a write commits and stored with it; in memory, one
+transaction. Vectors are computed before a write commits and stored with it — or, when the
+embedding model is unavailable, the write commits without them and ``PendingVectors`` embeds
+those records later; a search whose query cannot be embedded ranks by full text. In memory, one
 ``VectorIndex`` per partition serves similarity search, loaded from the stored vectors on first
 use, updated by this process's writes, and dropped when another process commits. Everything
 here is derived from the log: losing it loses nothing.
@@ -21,8 +23,9 @@ from typing import Any
 import numpy as np
 from cachetools import TTLCache
 
-from engramdb.core.errors import RerankError
+from engramdb.core.errors import EmbedderUnavailableError, RerankError
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
+from engramdb.core.retry import patience
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
 from engramdb.index.embedder import Embedder, FloatArray
@@ -32,6 +35,7 @@ from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
+from engramdb.providers.pending_vectors import PendingVectors
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
@@ -44,6 +48,8 @@ STALE_AFTER_S = 0.1
 #: size below which no word is ever dropped from a full-text query.
 DF_TTL_S = 60.0
 MIN_DOCS_TO_PRUNE = 5000
+#: The longest a search waits for a busy embedding model before ranking by full text alone.
+QUERY_PATIENCE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,8 @@ class Indexer:
         self._version: int | None = None
         self._checked = -STALE_AFTER_S
         self._lock = asyncio.Lock()
+        #: Records committed without their vector while the model was unavailable.
+        self.pending = PendingVectors(self._embed_stored)
 
     @property
     def model(self) -> str:
@@ -142,7 +150,9 @@ class Indexer:
         ):
             self._queries.move_to_end(text)
             return found
-        future = asyncio.ensure_future(self.embedder.embed_one(text))
+        # The task keeps the short budget: a search does not wait out a write's retries.
+        with patience(QUERY_PATIENCE_S):
+            future = asyncio.ensure_future(self.embedder.embed_one(text))
         # A search that ends early never awaits it; its failure is raised to whoever does.
         future.add_done_callback(_observe)
         self._queries[text] = future
@@ -173,6 +183,30 @@ class Indexer:
             sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
         return blobs[: len(records)], sets
+
+    async def embed_for_write(
+        self, spec: ProjectionSpec, records: Sequence[Record]
+    ) -> tuple[list[bytes], list[bytes | None]] | None:
+        """``embed_records``, except that an unavailable model gives ``None`` (the write
+        commits without vectors, then hands its records to ``pending``) instead of failing."""
+        try:
+            embedded = await self.embed_records(spec, records)
+        except EmbedderUnavailableError as exc:
+            _log.warning("storing without vectors for now: %s", exc.message)
+            return None
+        self.pending.model_is_back()
+        return embedded
+
+    def written(
+        self,
+        spec: ProjectionSpec,
+        stored: Sequence[Record],
+        embedded: tuple[list[bytes], list[bytes | None]] | None,
+    ) -> None:
+        """After a write committed: note its records for a later embedding if the model was
+        unavailable (``embedded`` is ``None`` while there is an embedder)."""
+        if embedded is None and self.embedder is not None:
+            self.pending.add(spec, stored)
 
     async def _current(self) -> None:
         # Other processes' commits are noticed within STALE_AFTER_S: the vector cache may lag
@@ -310,9 +344,13 @@ class Indexer:
         if vector is not None and query_vector is not None:
             scores["vector"] = vector
             if part_vectors and config.part_vectors:
-                scores["vector"] = await self._best_part_scores(
-                    namespace, partition, scores, await asyncio.shield(query_vector)
-                )
+                query = await _embedded(query_vector)
+                if query is None:
+                    del scores["vector"]
+                else:
+                    scores["vector"] = await self._best_part_scores(
+                        namespace, partition, scores, query
+                    )
         if not lazy and "vector" in scores:
             gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
@@ -491,8 +529,16 @@ class Indexer:
         partition: Scope,
         base: RecordQuery,
         query_vector: asyncio.Future[FloatArray],
-    ) -> dict[int, float]:
-        found = await self.nearest(namespace, partition, base, query_vector, self.config.candidates)
+    ) -> dict[int, float] | None:
+        """Cosine similarities of the nearest candidates; ``None`` when the query cannot be
+        embedded now (the search ranks by full text alone)."""
+        try:
+            found = await self.nearest(
+                namespace, partition, base, query_vector, self.config.candidates
+            )
+        except EmbedderUnavailableError as exc:
+            _log.warning("searching by full text alone: %s", exc.message)
+            return None
         return {i: s for i, s in found if s >= self.config.min_similarity}
 
     async def _best_part_scores(
@@ -616,26 +662,56 @@ class Indexer:
             )
             if not todo:
                 break
-            embedded = await self.embed_records(spec, todo)
-            assert embedded is not None
-            kept = [
-                (r.id, v, p) for r, v, p in zip(todo, *embedded, strict=True) if r.id is not None
-            ]
-            await self.backend.search.put_vectors(
-                self.model,
-                [(record_id, v) for record_id, v, _ in kept],
-                [self.indexed_event(r, r.scope) for r in todo],
-                parts=[p for _, _, p in kept],
-            )
+            await self._store_vectors(spec, todo)
             done += len(todo)
             if progress is not None:
                 progress(len(todo))
         self.forget_all()
         return done
 
+    async def _embed_stored(self, spec: ProjectionSpec, ids: tuple[int, ...]) -> int:
+        """Embed the records of ``spec``'s namespace among ``ids`` that still lack a vector
+        of the current model (soft-forgotten ones too: a restore brings them back)."""
+        if self.embedder is None:
+            return 0
+        done = 0
+        for start in range(0, len(ids), 256):
+            todo = await self.backend.search.unvectored(
+                RecordQuery(spec.namespace, None, ids=ids[start : start + 256], hidden=None),
+                self.model,
+            )
+            if todo:
+                await self._store_vectors(spec, todo)
+                done += len(todo)
+        if done:
+            self.forget_all()
+        return done
+
+    async def _store_vectors(self, spec: ProjectionSpec, todo: Sequence[Record]) -> None:
+        """Embed stored records and store their vectors, each with ``memory.indexed``."""
+        embedded = await self.embed_records(spec, todo)
+        assert embedded is not None
+        kept = [(r.id, v, p) for r, v, p in zip(todo, *embedded, strict=True) if r.id is not None]
+        await self.backend.search.put_vectors(
+            self.model,
+            [(record_id, v) for record_id, v, _ in kept],
+            [self.indexed_event(r, r.scope) for r in todo],
+            parts=[p for _, _, p in kept],
+        )
+
 
 async def _nothing() -> None:
     return None
+
+
+async def _embedded(query_vector: asyncio.Future[FloatArray]) -> FloatArray | None:
+    """The query's vector, or ``None`` when the model is unavailable (the search ranks by
+    full text alone)."""
+    try:
+        return await asyncio.shield(query_vector)
+    except EmbedderUnavailableError as exc:
+        _log.warning("searching by full text alone: %s", exc.message)
+        return None
 
 
 def _age_days(record: Record, now: datetime) -> float:

@@ -8,16 +8,21 @@ database target it opens the engine at start-up and closes it at shutdown.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 import engramdb
-from engramdb.asgi import engine_lifespan
+from engramdb.asgi import Lifespan, engine_lifespan
 from engramdb.engine import Engine, EngineConfig
 from engramdb.service import errors
 from engramdb.service.docs import install_docs
 from engramdb.service.limits import BodyLimit
+from engramdb.service.mcp_mount import PATH as MCP_PATH
+from engramdb.service.mcp_mount import McpMount
 from engramdb.service.routers import ROUTERS
 from engramdb.service.settings import ServiceSettings
 
@@ -36,8 +41,14 @@ def create_app(
 ) -> FastAPI:
     """The application serving ``engine``, or the database ``db`` (opened at start-up
     with ``config``)."""
-    lifespan = engine_lifespan(engine, db, config, warm=True)
     chosen = settings or ServiceSettings()
+    engine_running = with_bridge(engine_lifespan(engine, db, config, warm=True), chosen)
+    mcp = McpMount(chosen)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with engine_running(app), mcp.running(app):
+            yield
 
     app = FastAPI(
         title="Engram memory service",
@@ -54,5 +65,28 @@ def create_app(
     install_docs(app)
     for router in ROUTERS:
         app.include_router(router)
+    # MCP over streamable HTTP: GET, POST and DELETE as the transport defines them.
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)
     return app
+
+
+def with_bridge(lifespan: Lifespan, settings: ServiceSettings) -> Lifespan:
+    """``lifespan``, and an event bridge to NATS for its duration when ``settings`` name a
+    server (several instances may each run one: duplicates are dropped by event id, and
+    each publishes in log order, so the stream stays in log order)."""
+    if settings.nats_url is None:
+        return lifespan
+    url = settings.nats_url
+
+    @asynccontextmanager
+    async def bridged(app: FastAPI) -> AsyncIterator[None]:
+        from engramdb.bridge.publisher import EventBridge
+
+        async with lifespan(app):
+            engine: Engine = app.state.engine
+            async with EventBridge(engine.events, url, stream=settings.nats_stream) as bridge:
+                app.state.bridge = bridge
+                yield
+
+    return bridged

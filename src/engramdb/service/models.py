@@ -97,6 +97,9 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     version: str
     auth: str
+    bridge: dict[str, Any] | None = Field(
+        default=None, description="The NATS event bridge, when one runs: connection and lag"
+    )
 
 
 # -- semantic ---------------------------------------------------------------------------------
@@ -165,11 +168,12 @@ class StateIn(Body):
 
 
 class StateOut(BaseModel):
-    """One plan state key and its value."""
+    """One plan state key, its value and its version (also the ``ETag``)."""
 
     plan_id: str
     key: str
     value: JsonValue
+    version: int | None = None
 
 
 class PlanState(BaseModel):
@@ -412,3 +416,20 @@ class Ingested(BaseModel):
 
     entities: list[GraphEntity]
     relations: list[GraphRelation]
+
+
+class IngestOut(BaseModel):
+    """What was stored and formed: outcome counts per category (added, updated, superseded,
+    unchanged, ended, contradicted), every item with its source turns, and notes saying why
+    when nothing was extracted."""
+
+    turns: int
+    episodes: int
+    extractor: str
+    extracted: int
+    categories: dict[str, dict[str, int]]
+    entities: int
+    relations: int
+    notes: list[str]
+    seconds: float
+    items: list[dict[str, Any]]

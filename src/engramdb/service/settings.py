@@ -31,6 +31,9 @@ class ServiceSettings:
             replayed.
         idempotency_lease_s: how long a request holds its ``Idempotency-Key`` while it runs;
             a retry within it gets 409, after it (the request's instance died) runs again.
+        nats_url: when set, the event log is published to NATS JetStream at this address
+            (``engramdb.bridge``), and ``/healthz`` reports the bridge.
+        nats_stream: the JetStream stream the events go to.
     """
 
     auth: AuthMode = "local"
@@ -40,6 +43,8 @@ class ServiceSettings:
     max_body_bytes: int = 2 * 1024 * 1024
     idempotency_ttl_s: int = 24 * 3600
     idempotency_lease_s: int = 5 * 60
+    nats_url: str | None = None
+    nats_stream: str = "ENGRAM"
 
     def __post_init__(self) -> None:
         if self.auth not in ("local", "production"):

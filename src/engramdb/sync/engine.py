@@ -77,6 +77,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
     plans = view(SyncPlans)
     sessions = view(SyncSessions)
     assemble = blocking(ScopedMemory.assemble)
+    ingest = blocking(ScopedMemory.ingest)
     last_trace = blocking(ScopedMemory.last_trace)
 
     @property

@@ -32,6 +32,9 @@ class SyncMemoryProvider(SyncView[TP]):
 class SyncEventSourcedProvider(SyncMemoryProvider[EventSourcedProvider]):
     """Blocking view of an ``EventSourcedProvider``."""
 
+    write = blocking(EventSourcedProvider.write)
+    delete = blocking(EventSourcedProvider.delete)
+    update = blocking(EventSourcedProvider.update)
     write_many = blocking(EventSourcedProvider.write_many)
     upsert_similar = blocking(EventSourcedProvider.upsert_similar)
     read_record = blocking(EventSourcedProvider.read_record)

@@ -14,13 +14,13 @@ Both return an ``Extraction``: entities by name and type, and relations between 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engramdb.core.errors import LLMError
 from engramdb.llm.client import ChatModel
+from engramdb.llm.structured import read_json_value
 from engramdb.providers.graph.types import type_name
 
 
@@ -216,20 +216,20 @@ class UnusableAnswer(ValueError):
 
 
 def parse_answer(answer: str) -> Extraction:
-    """The extraction in a model's JSON answer (code fences allowed).
+    """The extraction in a model's JSON answer (reasoning tags, code fences, prose around it
+    and broken JSON are read past, as ``read_json_value`` does).
 
     Raises:
         UnusableAnswer: the answer is not the JSON asked for.
     """
-    body = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
     try:
-        data = json.loads(body)
+        data = read_json_value(answer)
         types = {
             str(item["name"]).strip(): _type(item.get("type", "concept"))
             for item in data.get("entities", [])
         }
         facts = [_fact(item, types) for item in data.get("relations", [])]
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise UnusableAnswer(f"the model's answer is not a graph extraction: {exc}") from exc
     extraction = Extraction.of(facts)
     named = [Mention(n, t) for n, t in types.items() if n]

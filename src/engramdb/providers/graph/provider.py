@@ -130,9 +130,9 @@ class GraphMemoryProvider(MemoryProvider):
             await self.writer.commit(plan)
 
     def _changes(self, graph: WorkingGraph) -> GraphChanges:
-        # Planned against the graph whose lock the caller holds: the cache may hand out a
-        # fresh graph meanwhile (another process committed), and a plan against that one
-        # would be applied outside the lock and missing from the graph the caller reads.
+        # Planned on the graph whose lock the caller holds: asking the cache again could
+        # hand over a newer copy (another process wrote meanwhile), and the changes and the
+        # answer built from ``graph`` would then disagree.
         return GraphChanges(graph, self.exclusive)
 
     # -- entities -------------------------------------------------------------------------
@@ -169,6 +169,7 @@ class GraphMemoryProvider(MemoryProvider):
             updated_at=entity.updated_at,
             provider_id=ENTITY_NAMESPACE,
             scope=self.partition,
+            version=graph.versions.get(entity_id),
         )
 
     async def get_entity(self, entity_id: str) -> GraphEntity | None:

@@ -174,11 +174,13 @@ class GraphWriter:
             ops.append(Delete(namespace, self.partition, key))
             deleted = MemoryDeleted(key=key, provider_id=namespace)
             envelopes.append(self._envelope(deleted, trace, utc_now()))
-        vectors = (
-            await self.indexer.embed([GRAPH_SPEC.record_embed_text(r) for r in entity_records])
+        # An unavailable model does not fail the write: the entities are embedded later.
+        embedded = (
+            await self.indexer.embed_for_write(GRAPH_SPEC, entity_records)
             if entity_records and self.indexer.embedder is not None
             else None
         )
+        vectors = embedded[0] if embedded else None
         model = self.indexer.model if vectors else ""
         puts: list[Op] = [
             Put(r, vectors[i] if vectors else None, model) for i, r in enumerate(entity_records)
@@ -189,6 +191,8 @@ class GraphWriter:
         result = await self.backend.commit([*puts, *ops], envelopes)
         stored_entities = result.stored[: len(entity_records)]
         self.indexer.committed(ENTITY_NAMESPACE, self.partition, stored_entities, vectors)
+        if entity_records:
+            self.indexer.written(GRAPH_SPEC, stored_entities, embedded)
         graph = changes.graph
         ids = graph.record_ids
         removed_ids = [ids[k] for k in changes.removed_entities if k in ids]
@@ -198,7 +202,7 @@ class GraphWriter:
             {r.key: relation_from_record(r) for r in result.stored[len(entity_records) :]},
         )
         for record in stored_entities:
-            graph.put_entity(stored.entities[record.key], record.id)
+            graph.put_entity(stored.entities[record.key], record.id, record.version)
         for relation in stored.relations.values():
             graph.put_relation(relation)
         for key in changes.removed_relations:

@@ -11,6 +11,7 @@ from engramdb.service.routers import (
     entries,
     episodic,
     events,
+    formation,
     graph,
     health,
     plans,
@@ -33,4 +34,5 @@ ROUTERS: list[APIRouter] = [
     entries.router,
     graph.router,
     events.router,
+    formation.router,
 ]

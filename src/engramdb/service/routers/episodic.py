@@ -12,6 +12,7 @@ from engramdb.orchestrator.recent import recent_items
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import EpisodeIn, Items, WriteResult
+from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import area_router
 
 router = area_router("/v1/memory/episodic", "episodic")
@@ -35,9 +36,12 @@ async def add_episode(body: EpisodeIn, caller: WriteCaller, engine: EngineDep) -
 
 
 @router.get("/recent", summary="Fetch recent history")
-async def recent_episodes(caller: ReadCaller, engine: EngineDep, limit: Limit = 20) -> Items:
+async def recent_episodes(
+    caller: ReadCaller, engine: EngineDep, limit: Limit = 20, raw: RawReads = False
+) -> Items:
     """The latest interactions, newest first."""
-    return Items(items=await recent_items(caller.memory(engine).episodic, limit))
+    episodic = caller.memory(engine).episodic
+    return Items(items=episodic.redacted(await recent_items(episodic, limit), raw))
 
 
 @router.get("/search", summary="Long-term recall")
@@ -48,8 +52,10 @@ async def search_episodes(
     limit: Limit = 10,
     since: datetime | None = None,
     until: datetime | None = None,
+    raw: RawReads = False,
 ) -> Items:
     """The interactions most relevant to ``q``, best first; a time ``q`` names ("last
     week") boosts interactions from then, ``since``/``until`` filter strictly."""
     memory = caller.memory(engine)
-    return Items(items=await memory.episodic.remember(q, limit=limit, since=since, until=until))
+    found = await memory.episodic.remember(q, limit=limit, since=since, until=until, raw=raw)
+    return Items(items=found)

@@ -19,4 +19,9 @@ async def health(request: Request, engine: EngineDep) -> Health:
     # Reads the provider registrations: a query any login may run (a service login may not
     # read across tenants), and it keeps this instance's registry fresh.
     await engine.registry.refresh()
-    return Health(version=__version__, auth=request.app.state.settings.auth)
+    bridge = getattr(request.app.state, "bridge", None)
+    return Health(
+        version=__version__,
+        auth=request.app.state.settings.auth,
+        bridge=(await bridge.health()).to_dict() if bridge is not None else None,
+    )

@@ -10,6 +10,7 @@ from engramdb.core.intent import MemoryItem
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Items, ProcedureIn, WriteResult
+from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import area_router
 
 router = area_router("/v1/memory/procedural", "procedural")
@@ -38,6 +39,8 @@ async def procedural_context(
     engine: EngineDep,
     q: Annotated[str, Query(min_length=1, max_length=10_000)],
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    raw: RawReads = False,
 ) -> Items:
     """Rules whose trigger fires on ``q`` first, then the closest by meaning."""
-    return Items(items=await caller.memory(engine).procedural.remember(q, limit=limit))
+    memory = caller.memory(engine)
+    return Items(items=await memory.procedural.remember(q, limit=limit, raw=raw))

@@ -11,6 +11,7 @@ from engramdb.core.intent import MemoryItem
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Items, KnowledgeIn, KnowledgeUpsertIn, WriteResult
+from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import area_router
 
 router = area_router("/v1/memory/semantic", "semantic")
@@ -53,8 +54,9 @@ async def search_knowledge(
     q: Annotated[str, Query(min_length=1, max_length=10_000)],
     limit: Limit = 10,
     user_id: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
+    raw: RawReads = False,
 ) -> Items:
     """The facts most relevant to ``q``: the user's private ones and the tenant's public
     ones, best first."""
     memory = caller.memory(engine, user=caller.acting_as(user_id))
-    return Items(items=await memory.semantic.remember(q, limit=limit))
+    return Items(items=await memory.semantic.remember(q, limit=limit, raw=raw))

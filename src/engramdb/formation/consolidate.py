@@ -1,0 +1,177 @@
+"""``Consolidator``: an extracted item against what semantic memory holds.
+
+| the store holds under the item's key (or a similar one) | a ``set`` item | an ``end`` item |
+|---|---|---|
+| nothing | ``added`` | ``added``, as a fact that ended then |
+| the same value, still holding | ``unchanged`` (nothing written) | ``ended``: a new version |
+| | | whose ``valid_to`` is the turn's time |
+| another value, stated earlier | ``updated``: version n+1 from the turn's time; the old | |
+| | one is history, valid until then (``superseded``) | ``unchanged`` (not that one) |
+| another value, stated at the same time | ``contradicted``: both kept, each marked | |
+| | ``conflicts_with`` the other | |
+| another value, stated later | ``superseded``: kept as a past fact, valid until the | |
+| | stored one began (``unchanged`` when the history holds it) | |
+
+Keys are the match for profile facts (``user.city``); events and activities, whose keys are
+made from their words, also match a stored key of the same prefix sharing most of its words
+("learning portuguese" and "learning portuguese again"). Every written version carries the
+item's value, category, rule and source turns in its metadata, and its validity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from engramdb.core.intent import MemoryItem
+from engramdb.formation.types import ExtractedItem
+from engramdb.orchestrator.plugin import record_item
+from engramdb.orchestrator.semantic import SemanticMemory
+
+Decision = Literal["added", "updated", "unchanged", "ended", "contradicted", "superseded"]
+#: How much of their words two event or activity keys share to be the same one.
+SIMILAR_KEYS = 0.75
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What consolidation did with one item.
+
+    Attributes:
+        item: the extracted item.
+        decision: see the module docstring.
+        key: the semantic key written (or matched, when nothing was written).
+        previous: the value the decision replaced, ended or contradicted, if any.
+        note: why, when nothing was written.
+    """
+
+    item: ExtractedItem
+    decision: Decision
+    key: str
+    previous: str | None = None
+    note: str = ""
+
+
+class Consolidator:
+    """Consolidates extracted items into one scope's semantic memory."""
+
+    def __init__(self, semantic: SemanticMemory) -> None:
+        self.semantic = semantic
+
+    async def consolidate(self, item: ExtractedItem) -> Outcome:
+        """Apply ``item`` (see the module docstring); returns what was done."""
+        key = await self._match(item)
+        record = await self.semantic.provider.read_record(key)
+        if record is None:
+            ends = item.stated_at if item.operation == "end" else None
+            await self._write(item, key, valid_from=None if ends else item.stated_at, ends=ends)
+            return Outcome(item, "added", key)
+        stored = record_item(record)
+        value = str(stored.metadata.get("value", stored.text))
+        same = _norm(value) == _norm(item.value)
+        began = stored.valid_from or stored.occurred_at
+        if item.operation == "end":
+            if not same or stored.valid_to is not None:
+                why = "it had already ended" if same else f"the stored value is {value!r}"
+                return Outcome(item, "unchanged", key, value, f"nothing to end: {why}")
+            if began is not None and item.stated_at <= began:
+                why = "it was stated as holding from then on"
+                return Outcome(item, "unchanged", key, value, f"nothing to end: {why}")
+            await self._restate(stored, key, valid_to=item.stated_at, ended_by=list(item.sources))
+            return Outcome(item, "ended", key, value)
+        if same and stored.valid_to is None:
+            return Outcome(item, "unchanged", key, value, "already known")
+        if same or began is None or item.stated_at > began:
+            await self._write(item, key, valid_from=item.stated_at)
+            return Outcome(item, "updated", key, value)
+        other = f"{key}.{_digest(item.value)}"
+        if await self._known(key, other, item.value):
+            return Outcome(item, "unchanged", key, value, "already known as history")
+        if item.stated_at == began:
+            await self._write(item, other, valid_from=item.stated_at, conflicts_with=key)
+            await self._restate(stored, key, conflicts_with=other)
+            return Outcome(item, "contradicted", other, value)
+        await self._write(item, other, valid_from=item.stated_at, ends=began)
+        return Outcome(item, "superseded", other, value, f"{key} is newer")
+
+    async def _known(self, key: str, other: str, value: str) -> bool:
+        """Whether ``value`` is already a past version of ``key`` or kept beside it."""
+        if await self.semantic.provider.read_record(other) is not None:
+            return True
+        versions = await self.semantic.history(key, skip_current=True, raw=True)
+        return any(_norm(str(v.metadata.get("value", ""))) == _norm(value) for v in versions)
+
+    async def _match(self, item: ExtractedItem) -> str:
+        if item.category == "profile" or await self.semantic.provider.read_record(item.key):
+            return item.key
+        prefix = item.key.rsplit(".", 1)[0] + "."
+        words = set(item.key.removeprefix(prefix).split("_"))
+        best, score = item.key, 0.0
+        for key in await self.semantic.provider.list_keys(prefix=prefix):
+            theirs = set(key.removeprefix(prefix).split("_"))
+            overlap = len(words & theirs) / len(words | theirs)
+            if overlap >= SIMILAR_KEYS and overlap > score:
+                best, score = key, overlap
+        return best
+
+    async def _write(
+        self,
+        item: ExtractedItem,
+        key: str,
+        *,
+        valid_from: datetime | None,
+        ends: datetime | None = None,
+        **marks: Any,
+    ) -> None:
+        metadata: dict[str, Any] = {
+            "value": item.value,
+            "category": item.category,
+            "rule": item.pattern,
+            "sources": list(item.sources),
+            "standing": "stated",
+            **marks,
+        }
+        if item.starts is not None and item.ends is not None:
+            metadata["starts"] = item.starts.isoformat()
+            metadata["ends"] = item.ends.isoformat()
+        text = item.text
+        if ends is not None and item.operation == "set":
+            text = f"{text.rstrip('.')} (until {ends:%Y-%m-%d})."
+        await self.semantic.memorize(
+            MemoryItem(
+                text=text,
+                key=key,
+                kind=item.category,
+                occurred_at=item.stated_at,
+                valid_from=valid_from,
+                valid_to=ends,
+                metadata=metadata,
+            )
+        )
+
+    async def _restate(self, stored: MemoryItem, key: str, **changes: Any) -> None:
+        """A new version of ``stored`` with the same start, ended or marked."""
+        valid_to = changes.pop("valid_to", stored.valid_to)
+        await self.semantic.memorize(
+            stored.model_copy(
+                update={
+                    "key": key,
+                    "id": key,
+                    "valid_to": valid_to,
+                    "valid_from": stored.valid_from,
+                    "metadata": {**stored.metadata, **changes},
+                    "score": None,
+                    "version": None,
+                }
+            )
+        )
+
+
+def _norm(value: str) -> str:
+    return " ".join(value.casefold().split())
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(_norm(value).encode()).hexdigest()[:8]
