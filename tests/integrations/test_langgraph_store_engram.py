@@ -179,6 +179,12 @@ async def test_bad_input_is_a_typed_error_and_writes_nothing(any_engine: Engine)
             await store.abatch([good, bad])
     with pytest.raises(InvalidKeyError):
         await store.aput(("a",), "k" * 600, {"n": 1})
+    with pytest.raises(ValidationError):
+        await store.aput(("a", "lone \udc80 surrogate"), "k", {"n": 1})
+    with pytest.raises(InvalidKeyError):
+        await store.aget(("a",), "lone \udc80 surrogate")
+    with pytest.raises(ValidationError):
+        await store.aput(("a",), "k", {"text": "a NUL \x00 inside"})
     with pytest.raises(ValidationError, match="operator"):
         await store.asearch(("a",), filter={"n": {"$regex": "x"}})
     with pytest.raises(ValidationError):

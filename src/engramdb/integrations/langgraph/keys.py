@@ -11,11 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
+from engramdb.core.errors import InvalidKeyError
+
 _SEPARATOR = "/"
 
 
 def _encode(part: str) -> str:
-    return quote(part, safe="")
+    try:
+        return quote(part, safe="")
+    except UnicodeEncodeError as exc:  # a lone surrogate is no text a database can store
+        raise InvalidKeyError(
+            f"store namespace labels and keys must be valid Unicode text, got {part!r}"
+        ) from exc
 
 
 def namespace_prefix(namespace: Sequence[str]) -> str:
