@@ -6,14 +6,20 @@ encoding and matching rules."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langgraph.store.base import GetOp, Item, PutOp
+from langchain_core.messages import HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
+import engramdb
 from engramdb.core.errors import InvalidKeyError, UsageError, ValidationError
 from engramdb.engine import Engine, EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.integrations.langgraph import EngramStore
 from engramdb.integrations.langgraph.keys import namespace_prefix, record_key, split_record_key
 from engramdb.integrations.langgraph.matching import matches, namespace_matches
@@ -258,3 +264,30 @@ async def test_the_ttl_sweeper_removes_expired_items(any_engine: Engine) -> None
     assert await stored(store, ("a",), "kept") is not None
     expired = await any_engine.events.read(EventQuery(event_types=("memory.expired",)))
     assert len(expired) == 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_blocking_engine_serves_a_synchronous_graph(
+    backend: str, tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    from tests.postgres.database import empty_database
+
+    target = str(tmp_path / "engram.db") if backend == "sqlite" else empty_database()
+
+    def note(state: MessagesState, *, store: BaseStore) -> dict[str, Any]:
+        said = str(state["messages"][-1].content)
+        store.put(("notes",), str(len(store.search(("notes",)))), {"text": said})
+        return {}
+
+    graph = StateGraph(MessagesState).add_node(note).add_edge(START, "note")
+    with engramdb.open_sync(target, config=EngineConfig(embedder=embedder)) as engram:
+        store = EngramStore(engram, tenant="acme", user="alice")
+        agent = graph.compile(store=store)
+        for said in ["I moved to Lisbon", "I love Thai curry"]:
+            agent.invoke({"messages": [HumanMessage(said)]})
+        assert [i.value["text"] for i in store.search(("notes",), query="where do I live?")][
+            :1
+        ] == ["I moved to Lisbon"]
+        assert store.list_namespaces() == [("notes",)]
+        store.delete(("notes",), "0")
+        assert store.get(("notes",), "0") is None

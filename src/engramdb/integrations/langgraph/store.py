@@ -60,6 +60,7 @@ from engramdb.providers.event_sourced import expire_records
 from engramdb.providers.projection import written_record
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.records import Op as StorageOp
+from engramdb.sync.engine import SyncEngine
 
 _log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -69,7 +70,9 @@ class EngramStore(BaseStore):
     """A LangGraph store whose items live in an Engram database.
 
     Args:
-        engine: the open Engram database.
+        engine: the open Engram database: an ``Engine`` (use the ``a…`` methods on its
+            loop, the blocking ones from other threads), or the ``SyncEngine`` of
+            ``engramdb.open_sync`` (use the blocking methods, from any thread).
         tenant, user, agent: the scope the items belong to; another scope sees none of them.
         index: what to index for ``search(query=...)``. ``fields`` choose the text (JSON
             paths, default the whole value); with ``embed``, queries are ranked by cosine
@@ -90,7 +93,7 @@ class EngramStore(BaseStore):
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine | SyncEngine,
         *,
         tenant: str = DEFAULT_TENANT,
         user: str | None = None,
@@ -98,7 +101,10 @@ class EngramStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        self.engine = engine
+        # A blocking engine (``engramdb.open_sync``) runs on its own loop thread: the store's
+        # blocking methods run there, for callers that have no event loop at all.
+        self._portal = engine._portal if isinstance(engine, SyncEngine) else None
+        self.engine = engine.wrapped if isinstance(engine, SyncEngine) else engine
         self.scope = Scope(tenant=tenant, user=user, agent=agent)
         self.partition = self.scope.narrow(STORE_ITEMS_SPEC.levels)
         self.index_config = index
@@ -153,6 +159,8 @@ class EngramStore(BaseStore):
 
     def _blocking(self, work: Coroutine[Any, Any, R]) -> R:
         """Run ``work`` on the engine's event loop from another thread and wait for it."""
+        if self._portal is not None:
+            return self._portal.call(work)
         loop = self._loop
         try:
             running = asyncio.get_running_loop()
