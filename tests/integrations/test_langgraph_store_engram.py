@@ -1,7 +1,7 @@
 """What ``EngramStore`` adds to LangGraph's store contract, on both backends: TTLs (a default,
-expiry, refresh on read), synchronous calls from worker threads, events for every write, a
-rebuild from the log, scope isolation, typed errors that write nothing; and the pure key
-encoding and matching rules."""
+expiry, refresh on read, sweeping), synchronous calls from worker threads and on the blocking
+engine of ``open_sync``, events for every write, a rebuild from the log, scope isolation,
+typed errors that write nothing; and the pure key encoding and matching rules."""
 
 from __future__ import annotations
 
