@@ -47,7 +47,7 @@ def test_follow_prints_what_another_process_commits(tmp_path: Path) -> None:
         assert first["payload"]["key"] == "before"
         for key in ("x1", "x2"):
             assert run(cli, "--db", db, "add", key, "1")[0] == 0
-        seen = []
+        seen: list[str] = []
         deadline = time.monotonic() + 60
         while len(seen) < 2 and time.monotonic() < deadline:
             event = json.loads(follower.stdout.readline())
