@@ -22,6 +22,7 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.clusters import DEFAULT_THRESHOLD, Clustering, cluster_facts
 from engramdb.formation.ingest import IngestMessage, IngestReport
 from engramdb.formation.ingest import ingest as ingest_messages
 from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
@@ -285,6 +286,19 @@ class ScopedMemory:
             extractor=extractor,
             progress=progress,
             totals=totals,
+        )
+
+    async def clusters(self, *, threshold: float = DEFAULT_THRESHOLD) -> Clustering:
+        """The semantic facts no category holds (memorized directly, not formed by
+        ``ingest``), grouped by embedding similarity into named clusters, biggest first:
+        deterministic for a given ``threshold`` (cosine to a cluster's centroid), named by
+        the chat model when one is configured, else by their most distinctive words.
+
+        Raises:
+            ValidationError: no embedder is configured, or ``threshold`` is out of range.
+        """
+        return await cluster_facts(
+            self.semantic, self.engine.indexer.embedder, threshold=threshold, llm=self.engine.llm
         )
 
     async def last_trace(self) -> TurnTraced | None:
