@@ -89,7 +89,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.clusters import Cluster, Clustering
     from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
     from engramdb.formation.rules import RuleExtractor
     from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
@@ -197,6 +199,10 @@ _LAZY: dict[str, str] = {
     "IngestMessage": "engramdb.formation.ingest",
     "IngestReport": "engramdb.formation.ingest",
     "RuleExtractor": "engramdb.formation.rules",
+    "Cluster": "engramdb.formation.clusters",
+    "Clustering": "engramdb.formation.clusters",
+    "FallbackExtractor": "engramdb.formation.model_extraction",
+    "ModelExtractor": "engramdb.formation.model_extraction",
 }
 
 
@@ -219,6 +225,8 @@ __all__ = [
     "AuthenticationError",
     "Backend",
     "CapacityInfo",
+    "Cluster",
+    "Clustering",
     "ConflictError",
     "DomainEvent",
     "DuplicateProviderError",
@@ -235,6 +243,7 @@ __all__ = [
     "EventStore",
     "ExtractedItem",
     "Extractor",
+    "FallbackExtractor",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -263,6 +272,7 @@ __all__ = [
     "MemoryTypeLimits",
     "MemoryWritten",
     "MigrationError",
+    "ModelExtractor",
     "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
