@@ -22,6 +22,7 @@ from engramdb.core.errors import (
 )
 from engramdb.core.retry import RetryPolicy
 from engramdb.engine import Engine, EngineConfig, ScopedMemory
+from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.llm.client import LLMConfig
 from tests.formation.test_scenario import CONVERSATION, S1, S3
@@ -269,3 +270,31 @@ async def test_an_explicit_extractor_overrides_the_model(
     report = await mem.ingest(CONVERSATION, extractor=engramdb.RuleExtractor())
     assert report.extractor == "rules"
     assert fake.asked("chat") == []
+
+
+async def test_only_the_failing_batch_falls_back(
+    sqlite_llm_engine: Engine, fake: FakeChatServer
+) -> None:
+    assert sqlite_llm_engine.llm is not None
+    extractor = FallbackExtractor(ModelExtractor(sqlite_llm_engine.llm, batch_turns=4))
+    shown = {"s1:0", "s1:1", "s1:2", "s2:0"}  # the turns of the first batch
+    first_two_sessions = {
+        kind: [item for item in items if set(item["turn_ids"]) <= shown]
+        for kind, items in json.loads(ANSWERS["well_behaved"]).items()
+    }
+    fake.queue("chat", Reply.ok(json.dumps(first_two_sessions)), Reply.error(401, "bad key"))
+    mem = sqlite_llm_engine.scope(user="ana")
+    report = await mem.ingest(CONVERSATION, extractor=extractor)
+
+    assert report.extractor == "llm+rules"
+    assert report.notes == [
+        "turns 5-7: the chat model failed (LLMError: chat endpoint "
+        f"{fake.base_url}/chat/completions answered 401: bad key); the rules extracted instead"
+    ]
+    occupation = await mem.semantic.history("user.occupation")  # only the model states it
+    assert occupation[0].text == "The user is a designer."
+    city = await mem.semantic.history("user.city")  # the rules read the last session
+    assert [(v.text, v.metadata["rule"]) for v in city] == [
+        ("The user lives in Berlin.", "lives_in"),
+        ("The user lives in Lisbon.", "llm"),
+    ]

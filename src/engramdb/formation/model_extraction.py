@@ -114,9 +114,14 @@ class ModelExtractor:
 
 
 class FallbackExtractor:
-    """``primary`` (a model), and ``fallback`` (the rules) for the turns it fails on or finds
-    nothing in; each fallback is a note in the report. With ``strict`` a failure of the model
-    is raised instead (its typed ``LLMError``)."""
+    """``primary`` (a model), and ``fallback`` (the rules) for each batch of turns it fails on
+    or finds nothing in; each fallback is a note in the report, and the extraction names
+    every extractor that ran (``llm``, ``rules``, or ``llm+rules``). With ``strict`` a failure
+    of the model is raised instead (its typed ``LLMError``).
+
+    The turns go to ``primary`` in batches of its ``batch_turns`` (all at once if it has
+    none), so one failing request costs the model's answer for that batch only.
+    """
 
     def __init__(
         self, primary: Extractor, fallback: Extractor | None = None, *, strict: bool = False
@@ -125,11 +130,28 @@ class FallbackExtractor:
         self.fallback = fallback or RuleExtractor()
         self.strict = strict
         self.name = primary.name
+        self.batch_turns: int | None = getattr(primary, "batch_turns", None)
 
     async def extract(self, turns: Sequence[Turn], *, subject: str) -> Extraction:
-        """The primary's extraction, else the fallback's with a note saying why."""
+        """The primary's extraction of each batch, else the fallback's with a note saying
+        why."""
         if not turns:
             return await self.primary.extract(turns, subject=subject)
+        size = self.batch_turns or len(turns)
+        parts = []
+        for start in range(0, len(turns), size):
+            batch = turns[start : start + size]
+            where = f"turns {start + 1}-{start + len(batch)}: " if size < len(turns) else ""
+            parts.append(await self._batch(batch, subject, where))
+        return Extraction(
+            [item for part in parts for item in part.items],
+            sum(part.turns_read for part in parts),
+            [note for part in parts for note in part.notes],
+            "+".join(dict.fromkeys(part.extractor for part in parts)),
+            "; ".join(dict.fromkeys(part.mind for part in parts if part.mind)),
+        )
+
+    async def _batch(self, turns: Sequence[Turn], subject: str, where: str) -> Extraction:
         try:
             found = await self.primary.extract(turns, subject=subject)
         except LLMError as exc:
@@ -141,7 +163,7 @@ class FallbackExtractor:
                 return found
             why = f"the chat model extracted nothing from {len(turns)} turns"
         used = await self.fallback.extract(turns, subject=subject)
-        note = f"{why}; the {self.fallback.name} extracted instead"
+        note = f"{where}{why}; the {self.fallback.name} extracted instead"
         return Extraction(
             used.items, used.turns_read, [note, *used.notes], used.extractor, used.mind
         )
