@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 import engramdb
@@ -25,6 +26,8 @@ from engramdb.engine import Engine, EngineConfig, ScopedMemory
 from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.llm.client import LLMConfig
+from engramdb.service.app import create_app
+from engramdb.service.settings import ServiceSettings
 from tests.formation.test_scenario import CONVERSATION, S1, S3
 from tests.helpers.openai_server import FakeChatServer, Reply, fake, server
 
@@ -298,3 +301,22 @@ async def test_only_the_failing_batch_falls_back(
         ("The user lives in Berlin.", "lives_in"),
         ("The user lives in Lisbon.", "llm"),
     ]
+
+
+async def test_over_rest_the_fallback_is_noted_and_strict_is_a_503(
+    sqlite_llm_engine: Engine, fake: FakeChatServer
+) -> None:
+    app = create_app(ServiceSettings(), engine=sqlite_llm_engine)
+    transport = httpx.ASGITransport(app=app)
+    body = {"messages": json.loads(json.dumps(CONVERSATION, default=str))}
+    async with httpx.AsyncClient(base_url="http://service", transport=transport) as http:
+        fake.queue("chat", *[Reply.empty()] * 3)
+        answer = await http.post("/v1/memory/ingest", json=body)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["extractor"] == "rules"
+        assert answer.json()["notes"][0].startswith("the chat model failed (LLMEmptyAnswerError")
+
+        fake.queue("chat", *[Reply.empty()] * 3)
+        refused = await http.post("/v1/memory/ingest", json={**body, "strict": True})
+        assert refused.status_code == 503
+        assert refused.json()["error"] == "llm_empty_answer"
