@@ -320,3 +320,25 @@ async def test_over_rest_the_fallback_is_noted_and_strict_is_a_503(
         refused = await http.post("/v1/memory/ingest", json={**body, "strict": True})
         assert refused.status_code == 503
         assert refused.json()["error"] == "llm_empty_answer"
+
+
+async def test_relations_between_others_reach_the_graph(
+    sqlite_llm_engine: Engine, fake: FakeChatServer
+) -> None:
+    fake.queue("chat", Reply.ok(ANSWERS["relation_between_others"]))
+    mem = sqlite_llm_engine.scope(user="ana")
+    said = {"id": "m:0", "role": "user", "content": "My sister Maria works at Initech."}
+    report = await mem.ingest([said])
+    assert [(o.key, o.decision) for o in report.outcomes] == [
+        ("user.family.sister.maria", "added"),
+        ("about.maria.works_for", "added"),  # the user's own relation came with its fact
+    ]
+    (fact,) = await mem.semantic.history("about.maria.works_for")
+    assert (fact.text, fact.metadata["sources"]) == ("Maria works for Initech.", ["m:0"])
+    maria = await mem.graph.find_entity("Maria", "person")
+    assert maria is not None
+    (works,) = await mem.graph.get_relations(maria.entity_id, "outgoing", "works_for")
+    employer = await mem.graph.get_entity(works.target_id)
+    assert employer is not None
+    assert (employer.name, employer.entity_type) == ("Initech", "organization")
+    assert works.sources == ["episodic:m:0"]

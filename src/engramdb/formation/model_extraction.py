@@ -62,6 +62,12 @@ _PETS = frozenset({"pet", "dog", "cat", "puppy", "kitten", "parrot", "rabbit", "
 _LIKES = {"likes": "likes", "loves": "likes", "like": "likes", "love": "likes", "enjoys": "likes"}
 _LIKES |= {"dislikes": "dislikes", "hates": "dislikes", "dislike": "dislikes", "hate": "dislikes"}
 _SELF = frozenset({"user", "i", "me", "myself", "the user"})
+#: The model's entity and relation types in graph memory's words.
+_ENTITY_TYPES = {
+    "place": "location", "city": "location", "country": "location", "org": "organization",
+    "organisation": "organization", "company": "organization", "pet": "animal",
+}  # fmt: skip
+_RELATION_TYPES = {"works_at": "works_for", "employed_by": "works_for", "lives_at": "lives_in"}
 _ABOUT_USER = re.compile(r"(?i)^\s*(?:the\s+)?user(?:'s)?\s+")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
 
@@ -110,6 +116,16 @@ class ModelExtractor:
             made.append(event_item(event, when(event.turn_ids)))
         for inference in answer.inferences:
             made.append(inference_item(inference, when(inference.turn_ids)))
+        selves = _SELF | {subject.casefold()}
+        selves |= {f.value.casefold() for f in answer.facts if slug(f.attribute) == "name"}
+        types = {
+            e.name.casefold(): _ENTITY_TYPES.get(e.entity_type, e.entity_type)
+            for e in answer.entities
+        }
+        for relation in answer.relations:
+            # The user's own relations come with the facts that state them.
+            if not {relation.source.casefold(), relation.target.casefold()} & selves:
+                made.append(relation_item(relation, types, when(relation.turn_ids)))
         return made
 
 
@@ -250,6 +266,24 @@ def fact_item(fact: schema.ExtractedFact, stated_at: datetime, subject: str) -> 
     sentence = sentences.get(key)
     text = sentence(value) if sentence else f"The user's {fact.attribute} is {value}."
     return item(f"user.{key}", text)
+
+
+def relation_item(
+    relation: schema.ExtractedRelation, types: dict[str, str], stated_at: datetime
+) -> ExtractedItem:
+    """A relation between two others than the user ("Maria works at Initech"), as the fact
+    ``about.<source>.<relation>`` and its graph edge."""
+    source = EntityRef(relation.source.strip(), types.get(relation.source.casefold(), "thing"))
+    target = EntityRef(relation.target.strip(), types.get(relation.target.casefold(), "thing"))
+    kind = slug(relation.relation, 4)
+    kind = _RELATION_TYPES.get(kind, kind)
+    return ExtractedItem(
+        category="profile", key=f"about.{slug(source.name)}.{kind}", value=target.name,
+        text=f"{source.name} {kind.replace('_', ' ')} {target.name}.",
+        sources=tuple(relation.turn_ids), stated_at=stated_at, pattern="llm",
+        entities=(source, target), relations=(RelationRef(kind, target, source),),
+        confidence=relation.confidence,
+    )  # fmt: skip
 
 
 def event_item(event: schema.ExtractedEvent, stated_at: datetime) -> ExtractedItem:
