@@ -38,7 +38,14 @@ def test_stated_goals_and_preferences(clause: str, key: str, text: str) -> None:
 
 @pytest.mark.parametrize(
     "clause",
-    ["I want to ask you something", "I'd like to know more", "I want to thank you", "I like it"],
+    [
+        "I want to ask you something",
+        "I'd like to know more",
+        "I want to thank you",
+        "I like it",
+        "I'd like to try making it at home",  # "it": only the conversation says what
+        "I want to find more like that",
+    ],
 )
 def test_wants_about_the_conversation_are_not_goals(clause: str) -> None:
     assert mind_of(clause) is None

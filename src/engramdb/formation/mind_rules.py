@@ -38,6 +38,13 @@ _ABOUT_THE_TALK = re.compile(
 )
 
 
+# Wants that lean on the conversation to be understood ("try making it", "find more like
+# that", "organize what's left"): no use out of it.
+_CONTEXTUAL = re.compile(
+    r"(?i)\b(?:it|that|this|these|those|them|here|there|similar|what|what's|such)\b"
+)
+
+
 @dataclass(frozen=True)
 class MindFact:
     """What a mind rule read."""
@@ -58,7 +65,7 @@ def mind_of(clause: str) -> MindFact | None:
         if match is None:
             continue
         what = stated_words(match["v"], 12)
-        if len(what) < 3 or _ABOUT_THE_TALK.search(what):
+        if len(what) < 3 or _ABOUT_THE_TALK.search(what) or _CONTEXTUAL.search(what):
             continue
         if "rather" in match[0][: match.start("v") - match.start()].lower():
             lead = "The user would rather "
