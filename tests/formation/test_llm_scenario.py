@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 import engramdb
+from engramdb.client import MemoryClient
 from engramdb.core.errors import (
     LLMEmptyAnswerError,
     LLMError,
@@ -320,6 +321,13 @@ async def test_over_rest_the_fallback_is_noted_and_strict_is_a_503(
         refused = await http.post("/v1/memory/ingest", json={**body, "strict": True})
         assert refused.status_code == 503
         assert refused.json()["error"] == "llm_empty_answer"
+
+    # The client raises the same typed error as the engine (after its own retries of a 503:
+    # the model answers nothing every time).
+    fake.answers["extractor"] = ""
+    async with MemoryClient("http://service", transport=transport) as memory:
+        with pytest.raises(LLMEmptyAnswerError):
+            await memory.ingest(body["messages"], strict=True)
 
 
 async def test_relations_between_others_reach_the_graph(
