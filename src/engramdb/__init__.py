@@ -25,9 +25,11 @@ from engramdb.core.errors import (
     EntityNotFoundError,
     GraphMemoryError,
     InvalidKeyError,
+    InvalidPatternError,
     InvalidScopeError,
     InvalidTraversalError,
     InvalidValueError,
+    MemoryFileError,
     MigrationError,
     ModelUnavailableError,
     NoProviderForTierError,
@@ -42,10 +44,12 @@ from engramdb.core.errors import (
     StaleVectorsError,
     StaleVectorsWarning,
     StorageError,
+    UnsafePathError,
     UnsupportedTargetError,
     UsageError,
     ValidationError,
     ValueTooLargeError,
+    VersionConflictError,
 )
 
 if TYPE_CHECKING:
@@ -100,10 +104,16 @@ if TYPE_CHECKING:
         RecallReport,
     )
     from engramdb.manager.registry import ProviderRegistry
+    from engramdb.orchestrator.memory_types import (
+        MemoryType,
+        MemoryTypeRegistry,
+        register_memory_type,
+    )
     from engramdb.orchestrator.plugin import TypeLimits
     from engramdb.orchestrator.type_limits import MemoryTypeLimits
     from engramdb.providers.base import MemoryProvider
     from engramdb.providers.event_sourced import EventSourcedProvider
+    from engramdb.providers.files import FileMemoryProvider, FileStore, RescanReport
     from engramdb.providers.graph import (
         EntityType,
         GraphEntity,
@@ -172,10 +182,16 @@ _LAZY: dict[str, str] = {
     "ProviderFailure": "engramdb.manager.manager",
     "RecallReport": "engramdb.manager.manager",
     "ProviderRegistry": "engramdb.manager.registry",
+    "MemoryType": "engramdb.orchestrator.memory_types",
+    "MemoryTypeRegistry": "engramdb.orchestrator.memory_types",
+    "register_memory_type": "engramdb.orchestrator.memory_types",
     "TypeLimits": "engramdb.orchestrator.plugin",
     "MemoryTypeLimits": "engramdb.orchestrator.type_limits",
     "MemoryProvider": "engramdb.providers.base",
     "EventSourcedProvider": "engramdb.providers.event_sourced",
+    "FileMemoryProvider": "engramdb.providers.files",
+    "FileStore": "engramdb.providers.files",
+    "RescanReport": "engramdb.providers.files",
     "EntityType": "engramdb.providers.graph",
     "GraphEntity": "engramdb.providers.graph",
     "GraphMemoryProvider": "engramdb.providers.graph",
@@ -244,6 +260,8 @@ __all__ = [
     "ExtractedItem",
     "Extractor",
     "FallbackExtractor",
+    "FileMemoryProvider",
+    "FileStore",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -254,6 +272,7 @@ __all__ = [
     "IngestMessage",
     "IngestReport",
     "InvalidKeyError",
+    "InvalidPatternError",
     "InvalidScopeError",
     "InvalidTraversalError",
     "InvalidValueError",
@@ -261,6 +280,7 @@ __all__ = [
     "MemoryDeleted",
     "MemoryEntry",
     "MemoryExpired",
+    "MemoryFileError",
     "MemoryIndexed",
     "MemoryInvalidated",
     "MemoryItem",
@@ -269,7 +289,9 @@ __all__ = [
     "MemoryProvider",
     "MemoryProviderRegistered",
     "MemoryTier",
+    "MemoryType",
     "MemoryTypeLimits",
+    "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
     "ModelExtractor",
@@ -293,6 +315,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RescanReport",
     "RetryPolicy",
     "RuleExtractor",
     "Scope",
@@ -307,10 +330,12 @@ __all__ = [
     "TraceContext",
     "TraversalPattern",
     "TypeLimits",
+    "UnsafePathError",
     "UnsupportedTargetError",
     "UsageError",
     "ValidationError",
     "ValueTooLargeError",
+    "VersionConflictError",
     "WorkingMemoryLimits",
     "WorkingMemoryProvider",
     "WorkingStore",
@@ -318,4 +343,5 @@ __all__ = [
     "open",
     "open_sync",
     "register_backend",
+    "register_memory_type",
 ]

@@ -168,11 +168,12 @@ class StateIn(Body):
 
 
 class StateOut(BaseModel):
-    """One plan state key and its value."""
+    """One plan state key, its value and its version (also the ``ETag``)."""
 
     plan_id: str
     key: str
     value: JsonValue
+    version: int | None = None
 
 
 class PlanState(BaseModel):
