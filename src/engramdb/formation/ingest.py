@@ -78,7 +78,7 @@ class IngestReport:
     Attributes:
         turns: messages read; ``episodes``: stored as episodes.
         extractor: which extractor read them.
-        categories: outcome counts per category (``profile``, ``event``, ``activity``); an
+        categories: outcome counts per category (``profile``, ``event``, ``activity``, ``mind``); an
             update or an end also counts the old version as ``superseded``.
         outcomes: every item with its decision, key and source turns.
         entities / relations: graph writes.
