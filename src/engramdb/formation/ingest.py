@@ -199,7 +199,6 @@ async def ingest(
     started = time.perf_counter()
     pairs = to_turns(messages, utc_now())
     turns = [turn for turn, _ in pairs]
-    by_id = {t.turn_id: t for t in turns}
     chosen = extractor or RuleExtractor()
     report = IngestReport(turns=len(turns), extractor=chosen.name)
 
@@ -214,10 +213,33 @@ async def ingest(
         stored = await episodic.memorize_many([_episode(t, m) for t, m in batch])
         report.episodes += len(stored)
         step("store", len(batch))
+    await form(
+        semantic, graph, turns, report, subject=subject, extractor=chosen, step=step, totals=totals
+    )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def form(
+    semantic: SemanticMemory,
+    graph: GraphMemoryProvider,
+    turns: Sequence[Turn],
+    report: IngestReport,
+    *,
+    subject: str,
+    extractor: Extractor,
+    step: Progress | None = None,
+    totals: Progress | None = None,
+) -> None:
+    """Extract from ``turns`` (already stored as episodes, in time order) and consolidate what
+    they state into semantic and graph memory, counting the outcomes in ``report``. Forming
+    the same turns again changes nothing: each item is then ``unchanged``."""
+    by_id = {t.turn_id: t for t in turns}
     if totals is not None:
         totals("extract", len(turns))
-    extraction = await chosen.extract(turns, subject=subject)
-    step("extract", len(turns))
+    extraction = await extractor.extract(turns, subject=subject)
+    if step is not None:
+        step("extract", len(turns))
     report.notes += extraction.notes
     consolidator = Consolidator(semantic)
     if totals is not None:
@@ -235,11 +257,10 @@ async def ingest(
             entities, relations = await _graph(graph, subject, outcome)
             report.entities += entities
             report.relations += relations
-        step("form", 1)
+        if step is not None:
+            step("form", 1)
     if extraction.items and not any(o.decision != "unchanged" for o in report.outcomes):
         report.notes.append("everything extracted was already known: nothing changed")
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 def _episode(turn: Turn, message: IngestMessage) -> MemoryItem:
