@@ -3,7 +3,8 @@ memorized, after the write is acknowledged, and never lost to a crash.
 
 The work is durable before it is done. A memorize into ``episodic`` or ``conversation``
 commits, in its own transaction, a *pending formation* record (namespace
-``formation_pending``, written with its ``memory.written`` event) naming the stored turns. The
+``formation_pending``, written with its ``memory.written`` event) holding the turns as they
+were said (a conversation may evict a turn from its buffer before it is formed). The
 memorize then returns; a background task extracts from those turns and consolidates what they
 state (``formation.ingest.form``), then deletes the pending record (its ``memory.deleted`` event
 says the formation ran). A process that dies in between leaves the pending record in the store
@@ -20,7 +21,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, new_id
@@ -97,7 +99,10 @@ class AutoFormation:
         self._mine.add(key)
         request = WriteRequest(
             key=key,
-            value={"namespace": provider.provider_id, "turns": [r.key for r in records]},
+            value={
+                "namespace": provider.provider_id,
+                "turns": [_turn_value(episode_turn(r)) for r in records],
+            },
             content_type="formation",
         )
         return self._pending_provider(provider.scope).prepared([request])
@@ -155,11 +160,8 @@ class AutoFormation:
 
         value = pending.value if isinstance(pending.value, dict) else {}
         mem = ScopedMemory(self.engine, pending.scope)
-        memory = mem.conversation if value.get("namespace") == "conversation" else mem.episodic
-        stored = [await memory.provider.read_record(str(key)) for key in value.get("turns", [])]
-        # A turn forgotten before it was formed is not formed.
         turns = sorted(
-            (episode_turn(r) for r in stored if r is not None),
+            (_value_turn(t) for t in value.get("turns", [])),
             key=lambda t: (t.occurred_at, t.turn_id),
         )
         if turns:
@@ -182,6 +184,26 @@ class AutoFormation:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._idle.set()
+
+
+def _turn_value(turn: Turn) -> dict[str, Any]:
+    return {
+        "id": turn.turn_id,
+        "role": turn.role,
+        "text": turn.text,
+        "occurred_at": turn.occurred_at.isoformat(),
+        "session_id": turn.session_id,
+    }
+
+
+def _value_turn(value: dict[str, Any]) -> Turn:
+    return Turn(
+        turn_id=value["id"],
+        role=value["role"],
+        text=value["text"],
+        occurred_at=datetime.fromisoformat(value["occurred_at"]),
+        session_id=value.get("session_id"),
+    )
 
 
 def _subject(mem: ScopedMemory) -> str:
