@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -64,14 +65,29 @@ def episode_turn(record: Record) -> Turn:
 class AutoFormation:
     """The pending formations of one engine and the task that forms them.
 
+    Formation yields to the writes: a round starts once no turn has been memorized for
+    ``quiet_s`` (writes and formation share one event loop and one database writer), or
+    ``max_wait_s`` after it was due, whichever is first, so a steady stream of writes delays
+    formation but never starves it.
+
     Args:
         engine: the engine whose scopes the turns belong to.
         extractor: makes the extractor each batch is read by (the rules by default).
     """
 
-    def __init__(self, engine: Engine, extractor: Callable[[], Extractor]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        extractor: Callable[[], Extractor],
+        *,
+        quiet_s: float = 0.05,
+        max_wait_s: float = 2.0,
+    ) -> None:
         self.engine = engine
         self.extractor = extractor
+        self.quiet_s = quiet_s
+        self.max_wait_s = max_wait_s
+        self._last_write = 0.0
         #: Keys of the pending records this process committed and has not formed yet.
         self._mine: set[str] = set()
         #: Whether the next round forms every pending record (those of stopped processes too).
@@ -111,6 +127,7 @@ class AutoFormation:
         """The turns are stored: their pending record is queued for forming."""
         if provider.provider_id not in FORMED_NAMESPACES or not records:
             return
+        self._last_write = time.monotonic()
         self._enqueue()
 
     # -- the background side -----------------------------------------------------------------
@@ -141,6 +158,7 @@ class AutoFormation:
     async def _run(self) -> None:
         try:
             while self._wake.is_set():
+                await self._quiet()
                 self._wake.clear()
                 keys = None if self._all else tuple(sorted(self._mine))
                 self._all = False
@@ -154,6 +172,15 @@ class AutoFormation:
         finally:
             # Anything still pending is formed on the next write or the next start.
             self._idle.set()
+
+    async def _quiet(self) -> None:
+        """Wait for a pause in the writes (at most ``max_wait_s``)."""
+        due = time.monotonic()
+        while (now := time.monotonic()) - due < self.max_wait_s:
+            idle = now - self._last_write
+            if idle >= self.quiet_s:
+                return
+            await asyncio.sleep(min(self.quiet_s - idle, self.max_wait_s - (now - due)))
 
     async def _form(self, pending: Record) -> None:
         from engramdb.engine import ScopedMemory
