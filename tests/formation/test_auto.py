@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 
 import engramdb
@@ -24,6 +25,8 @@ from engramdb.formation.types import Extraction, Turn
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
 from tests.formation.auto_child import SCOPE, pet_name
+from tests.helpers.ports import free_port
+from tests.helpers.processes import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTO = EngineConfig(embedder=None, formation="auto")
@@ -212,3 +215,27 @@ async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) ->
     assert set(formed.values()) == {1}
     # The kills came while formation was behind the writes: resuming was exercised.
     assert left_pending > 0
+
+
+def test_serve_forms_what_is_logged_with_auto_formation(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "engramdb.cli", "serve", "--db", str(tmp_path / "s.db")]
+    command += ["--port", str(port), "--no-vectors", "--auto-formation"]
+    url = f"http://127.0.0.1:{port}"
+    with serving(command, f"{url}/healthz", log=tmp_path / "serve.log"):
+        headers = {"X-User-ID": "alice"}
+        body = {"role": "user", "content": "I have a cat named Tom."}
+        created = httpx.post(f"{url}/v1/memory/episodic", json=body, headers=headers, timeout=10)
+        assert created.status_code == 201
+        deadline = time.monotonic() + 30
+        while True:
+            found = httpx.get(
+                f"{url}/v1/memory/semantic/search",
+                params={"q": "cat"},
+                headers=headers,
+                timeout=10,
+            ).json()["items"]
+            if found or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert [item["text"] for item in found] == ["The user has a cat named Tom."]
