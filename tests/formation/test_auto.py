@@ -98,6 +98,31 @@ async def test_memorize_returns_before_its_turn_is_formed(auto_engine: Engine) -
     assert [e.event_type for e in logged] == ["memory.written", "memory.deleted"]
 
 
+class Choking(RuleExtractor):
+    """The rules, failing on any turn that mentions a parrot."""
+
+    async def extract(self, turns: Sequence[Turn], *, subject: str) -> Extraction:
+        if any("parrot" in t.text for t in turns):
+            raise RuntimeError("the extractor choked")
+        return await super().extract(turns, subject=subject)
+
+
+async def test_a_failing_formation_stays_pending_and_the_rest_are_formed(target: str) -> None:
+    async with engramdb.open(target, config=AUTO) as engine:
+        assert engine.formation is not None
+        engine.formation.extractor = Choking
+        mem = engine.scope(**SCOPE)
+        await mem.episodic.memorize(MemoryItem(text="I have a parrot named Polly.", role="user"))
+        await mem.episodic.memorize(MemoryItem(text="I live in Lisbon.", role="user"))
+        await engine.formed()
+        assert await facts(engine) == {"user.city": 1}
+        assert len(await pending(engine)) == 1
+    async with engramdb.open(target, config=AUTO) as engine:
+        await engine.formed()
+        assert await facts(engine) == {"user.city": 1, "user.pet.polly": 1}
+        assert await pending(engine) == []
+
+
 async def test_a_conversation_turn_is_formed_too(auto_engine: Engine) -> None:
     mem = auto_engine.scope(**SCOPE, session="s")
     await mem.conversation.memorize(MemoryItem(text="I work at Acme.", role="user"))

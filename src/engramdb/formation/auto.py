@@ -92,6 +92,8 @@ class AutoFormation:
         self._mine: set[str] = set()
         #: Whether the next round forms every pending record (those of stopped processes too).
         self._all = False
+        #: Pending records whose formation failed in this process (retried at the next start).
+        self._failed: set[str] = set()
         self._idle = asyncio.Event()
         self._idle.set()
         self._wake = asyncio.Event()
@@ -163,12 +165,13 @@ class AutoFormation:
                 keys = None if self._all else tuple(sorted(self._mine))
                 self._all = False
                 for pending in await self._stored(keys) if keys != () else []:
-                    await self._form(pending)
+                    if pending.key not in self._failed:
+                        await self._form_or_note(pending)
                     self._mine.discard(pending.key)
-        except EngramError as exc:
-            # A closed store or an extractor that keeps failing: the pending records stay
-            # in the store and the next engine to open it forms them.
-            _log.warning("automatic formation stopped: %s", exc.message)
+        except Exception as exc:
+            # The store cannot be read (closed, unreachable): what is pending stays pending,
+            # formed on the next write or by the next engine to open the store.
+            _log.warning("automatic formation stopped: %s", _said(exc))
         finally:
             # Anything still pending is formed on the next write or the next start.
             self._idle.set()
@@ -181,6 +184,19 @@ class AutoFormation:
             if idle >= self.quiet_s:
                 return
             await asyncio.sleep(min(self.quiet_s - idle, self.max_wait_s - (now - due)))
+
+    async def _form_or_note(self, pending: Record) -> None:
+        """Form ``pending``; one that fails is logged and left pending, in the store, for the
+        next engine to open it, and the others are formed meanwhile."""
+        try:
+            await self._form(pending)
+        except Exception as exc:
+            self._failed.add(pending.key)
+            _log.warning(
+                "automatic formation of %s failed, left pending until the next start: %s",
+                pending.key,
+                _said(exc),
+            )
 
     async def _form(self, pending: Record) -> None:
         from engramdb.engine import ScopedMemory
@@ -231,6 +247,10 @@ def _value_turn(value: dict[str, Any]) -> Turn:
         occurred_at=datetime.fromisoformat(value["occurred_at"]),
         session_id=value.get("session_id"),
     )
+
+
+def _said(exc: Exception) -> str:
+    return exc.message if isinstance(exc, EngramError) else f"{type(exc).__name__}: {exc}"
 
 
 def _subject(mem: ScopedMemory) -> str:
