@@ -198,6 +198,7 @@ def _acknowledged(acks: Path) -> list[int]:
     return [int(line) for line in acks.read_text().splitlines() if line]
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) -> None:
     target = _target(kind, tmp_path)
