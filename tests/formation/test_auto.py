@@ -19,9 +19,11 @@ import pytest
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
-from engramdb.formation.auto import FORMATION_SPEC
+from engramdb.formation.auto import FORMATION_SPEC, episode_turn
+from engramdb.formation.consolidate import Consolidator
 from engramdb.formation.rules import RuleExtractor
 from engramdb.formation.types import Extraction, Turn
+from engramdb.orchestrator.episodic import EPISODIC_SPEC, EpisodicMemory
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
 from tests.formation.auto_child import SCOPE, pet_name
@@ -166,6 +168,34 @@ async def test_forming_a_turn_again_writes_nothing(auto_engine: Engine) -> None:
     assert await facts(auto_engine) == {"user.city": 1}
     # Only the pending record's write and its deletion were logged.
     assert await auto_engine.events.count() == before + 2
+
+
+async def test_a_formation_cut_between_fact_and_graph_is_completed(auto_engine: Engine) -> None:
+    mem = auto_engine.scope(**SCOPE)
+    plain = auto_engine.provider(EPISODIC_SPEC, mem.scope)
+    plain.companion = None  # stored without automatic formation: formed by hand below
+    await EpisodicMemory(plain).memorize(
+        MemoryItem(id="t1", text="I have a cat named Tom.", role="user")
+    )
+    stored = await plain.read_record("t1")
+    assert stored is not None
+    # The fact consolidated, then the process died before the graph was written.
+    extraction = await RuleExtractor().extract([episode_turn(stored)], subject="alice")
+    for item in extraction.items:
+        await Consolidator(mem.semantic).consolidate(item)
+    assert await mem.graph.find_entity("Tom", "animal") is None
+    assert auto_engine.formation is not None
+    ops, events = auto_engine.formation.ops_for(mem.episodic.provider, [stored])
+    await auto_engine.backend.commit(ops, events)
+    await auto_engine.formation.resume()
+    await auto_engine.formed()
+    tom = await mem.graph.find_entity("Tom", "animal")
+    assert tom is not None
+    alice = await mem.graph.find_entity("alice", "person")
+    assert alice is not None
+    held = await mem.graph.get_relations(alice.entity_id, "outgoing", "has_pet")
+    assert [r.target_id for r in held] == [tom.entity_id]
+    assert await facts(auto_engine) == {"user.pet.tom": 1}
 
 
 async def test_ingest_forms_its_own_turns_and_leaves_nothing_pending(auto_engine: Engine) -> None:

@@ -30,9 +30,9 @@ from engramdb.core.errors import ValidationError
 from engramdb.core.intent import MemoryItem
 from engramdb.core.model import EngramModel
 from engramdb.core.types import utc_now
-from engramdb.formation.consolidate import Consolidator, Outcome
+from engramdb.formation.consolidate import FORMED_BEFORE, Consolidator, Outcome
 from engramdb.formation.rules import RuleExtractor
-from engramdb.formation.types import CATEGORIES, Extractor, RelationRef, Turn
+from engramdb.formation.types import CATEGORIES, ExtractedItem, Extractor, RelationRef, Turn
 from engramdb.providers.graph.changes import starts
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 
@@ -253,7 +253,12 @@ async def form(
             )
         outcome = await consolidator.consolidate(item)
         report.count(outcome)
-        if outcome.decision in ("added", "updated", "ended") and item.relations:
+        # A fact formed before from these very turns may have lost its graph part to a
+        # crash in between: writing it again leaves an identical graph as it is.
+        changed = outcome.decision in ("added", "updated", "ended")
+        if outcome.note == FORMED_BEFORE and item.relations:
+            changed = not await _in_graph(graph, subject, item)
+        if changed and item.relations:
             entities, relations = await _graph(graph, subject, outcome)
             report.entities += entities
             report.relations += relations
@@ -308,6 +313,33 @@ async def _graph(graph: GraphMemoryProvider, subject: str, outcome: Outcome) -> 
     ]
     await graph.add_relations(relations)
     return len(stored), len(relations)
+
+
+async def _in_graph(graph: GraphMemoryProvider, subject: str, item: ExtractedItem) -> bool:
+    """Whether the graph holds ``item``'s entities and relations (as of its statement)."""
+    me = await graph.find_entity(subject, "person")
+    ids = {}
+    for ref in item.entities:
+        found = await graph.find_entity(ref.name, ref.entity_type)
+        if found is None or me is None:
+            return False
+        ids[(ref.name, ref.entity_type)] = found.entity_id
+    assert me is not None
+    for rel in item.relations:
+        source = me.entity_id if rel.source is None else ids.get(_ref(rel.source))
+        target = me.entity_id if rel.target is None else ids.get(_ref(rel.target))
+        if source is None or target is None:
+            return False
+        held = await graph.get_relations(
+            source, "outgoing", rel.relation_type, as_of=item.stated_at
+        )
+        if target not in {r.target_id for r in held}:
+            return False
+    return True
+
+
+def _ref(ref: Any) -> tuple[str, str]:
+    return (ref.name, ref.entity_type)
 
 
 def _relation(
