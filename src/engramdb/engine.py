@@ -23,10 +23,12 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.auto import FORMATION_SPEC, FORMED_NAMESPACES, AutoFormation
 from engramdb.formation.clusters import DEFAULT_THRESHOLD, Clustering, cluster_facts
 from engramdb.formation.ingest import IngestMessage, IngestReport
 from engramdb.formation.ingest import ingest as ingest_messages
 from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
+from engramdb.formation.rules import RuleExtractor
 from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
@@ -94,6 +96,7 @@ RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     *TENANCY_SPECS,
     IDEMPOTENCY_SPEC,
     STORE_ITEMS_SPEC,
+    FORMATION_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
@@ -119,7 +122,9 @@ class EngineConfig:
     ``files`` is the folder of the memory files a person can read and edit (one folder per
     tenant and user, one markdown file per category: ``file_categories`` and any other content
     type written there); ``None`` keeps none. ``memory_types`` is the registry of memory types
-    (default: the process's, ``default_registry()``).
+    (default: the process's, ``default_registry()``). ``formation="auto"`` forms memories
+    from every episode and conversation turn memorized, in the background after the write
+    returns, resumed after a crash (``formation.auto``); ``"manual"`` leaves it to ``ingest``.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -139,6 +144,7 @@ class EngineConfig:
     files: str | Path | None = None
     file_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     memory_types: MemoryTypeRegistry | None = None
+    formation: Literal["manual", "auto"] = "manual"
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -357,8 +363,14 @@ class ScopedMemory:
         """
         if extractor is None and self.engine.llm is not None:
             extractor = FallbackExtractor(ModelExtractor(self.engine.llm), strict=strict)
+        episodic = self.episodic
+        if self.engine.formation is not None:
+            # Ingest forms its turns itself, now: they need no pending formation.
+            plain = self.engine.provider(EPISODIC_SPEC, self.scope)
+            plain.companion = None
+            episodic = EpisodicMemory(plain, self.engine.config.type_limits.episodic)
         return await ingest_messages(
-            self.episodic,
+            episodic,
             self.semantic,
             self.graph,
             messages,
@@ -403,6 +415,10 @@ class Engine:
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
         self.graphs = GraphCache(backend)
         self.memory_types = self.config.memory_types or default_registry()
+        #: Automatic formation, when configured (``EngineConfig.formation``).
+        self.formation = (
+            AutoFormation(self, RuleExtractor) if self.config.formation == "auto" else None
+        )
         self.files: FileStore | None = None
         if self.config.files is not None:
             self.files = FileStore(self.config.files, self.config.file_categories)
@@ -448,6 +464,14 @@ class Engine:
         probe = ScopedMemory(self, Scope())
         await probe.manager.providers()
         await self._check_vector_model()
+        if self.formation is not None:
+            await self.formation.resume()
+
+    async def formed(self) -> None:
+        """Wait until automatic formation has formed every turn memorized so far (and every
+        turn a stopped process left pending); returns at once without it."""
+        if self.formation is not None:
+            await self.formation.wait()
 
     async def _check_vector_model(self) -> None:
         model = self.indexer.model
@@ -489,7 +513,7 @@ class Engine:
         """The provider of namespace ``spec`` bound to ``scope``."""
         if self.files is not None and spec.namespace == FILES_PROVIDER_ID:
             return self.file_provider(scope)
-        return EventSourcedProvider(
+        provider = EventSourcedProvider(
             self.backend,
             scope,
             provider_id=spec.namespace,
@@ -498,6 +522,9 @@ class Engine:
             producer=self.producer,
             max_value_bytes=self.config.max_value_bytes,
         )
+        if spec.namespace in FORMED_NAMESPACES:
+            provider.companion = self.formation
+        return provider
 
     def file_provider(self, scope: Scope) -> FileMemoryProvider:
         """The memory-file provider of ``scope``.
@@ -674,7 +701,10 @@ class Engine:
 
     async def close(self) -> None:
         """Close the backend (and the LLM client); idempotent. Memories still waiting for
-        their vector keep waiting, in the store, for ``reindex(stale_only=True)``."""
+        their vector keep waiting, in the store, for ``reindex(stale_only=True)``; turns
+        not yet formed stay pending, in the store, for the next engine to open it."""
+        if self.formation is not None:
+            await self.formation.close()
         await self.indexer.pending.close()
         if self.llm is not None:
             await self.llm.aclose()

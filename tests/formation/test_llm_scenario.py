@@ -118,7 +118,7 @@ async def test_well_behaved_model_forms_the_scenario(
     again = await mem.ingest(CONVERSATION[:1], extractor=engramdb.RuleExtractor())
     assert again.extractor == "rules"
     assert {o.key: (o.decision, o.note) for o in again.outcomes} == {
-        "user.name": ("unchanged", "already known"),
+        "user.name": ("unchanged", "already formed from these turns"),
         "user.city": ("unchanged", "already known as history"),
         "user.employer": ("unchanged", "already known as history"),
     }

@@ -69,6 +69,13 @@ def register(app: typer.Typer) -> None:
                 help="Publish the event log to NATS JetStream at this URL (nats://host:4222).",
             ),
         ] = None,
+        auto_formation: Annotated[
+            bool,
+            typer.Option(
+                envvar="ENGRAM_AUTO_FORMATION",
+                help="Form memories from every episode and turn stored, in the background.",
+            ),
+        ] = False,
     ) -> None:
         """Serve the REST API (OpenAPI at /docs); stateless, so several instances may
         share one PostgreSQL database."""
@@ -90,7 +97,10 @@ def register(app: typer.Typer) -> None:
             )
         except UsageError as exc:
             raise fail(exc) from None
-        config = EngineConfig() if vectors else EngineConfig(embedder=None)
+        config = EngineConfig(
+            embedder="default" if vectors else None,
+            formation="auto" if auto_formation else "manual",
+        )
         application = create_app(settings, db=target, config=config)
         render.err.print(
             f"Engram REST service on http://{host}:{port}/ (API docs at /docs, MCP at /mcp; "

@@ -35,6 +35,8 @@ from engramdb.orchestrator.plugin import record_item
 from engramdb.orchestrator.semantic import SemanticMemory
 
 Decision = Literal["added", "updated", "unchanged", "ended", "contradicted", "superseded"]
+#: The note of an item stored before from the same turns (a formation run again).
+FORMED_BEFORE = "already formed from these turns"
 #: How much of their words two event or activity keys share to be the same one.
 SIMILAR_KEYS = 0.75
 
@@ -90,6 +92,8 @@ class Consolidator:
             await self._restate(stored, key, valid_to=item.stated_at, ended_by=list(item.sources))
             return Outcome(item, "ended", key, value)
         if same and stored.valid_to is None:
+            if stored.metadata.get("sources") == list(item.sources):
+                return Outcome(item, "unchanged", key, value, FORMED_BEFORE)
             return Outcome(item, "unchanged", key, value, "already known")
         if same or began is None or item.stated_at > began:
             await self._write(item, key, valid_from=item.stated_at)

@@ -123,6 +123,7 @@ class SyncEngine(SyncView[Engine]):
     sweep_expired = blocking(Engine.sweep_expired)
     stats = blocking(Engine.stats)
     render_files = blocking(Engine.render_files)
+    formed = blocking(Engine.formed)
 
     @property
     def config(self) -> EngineConfig:
