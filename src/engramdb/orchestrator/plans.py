@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from engramdb.orchestrator.resource_models import Plan
+from engramdb.orchestrator.resource_models import Plan as Plan  # importable from here too
 from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 

@@ -33,7 +33,7 @@ from engramdb.core.errors import (
 from engramdb.core.scope import Level
 from engramdb.core.types import utc_now
 from engramdb.core.validation import model_value, validate_key
-from engramdb.orchestrator.resource_models import Resource
+from engramdb.orchestrator.resource_models import Resource as Resource  # importable from here too
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
 from engramdb.storage.records import Record, RecordQuery

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from engramdb.core.types import utc_now
-from engramdb.orchestrator.resource_models import Session
+from engramdb.orchestrator.resource_models import Session as Session  # importable from here too
 from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 

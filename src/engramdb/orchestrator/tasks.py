@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from engramdb.core.validation import validate_key
-from engramdb.orchestrator.resource_models import TaskContext
+from engramdb.orchestrator.resource_models import TaskContext as TaskContext  # importable here too
 from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.storage.records import RecordQuery
