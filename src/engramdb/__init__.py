@@ -93,7 +93,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.clusters import Cluster, Clustering
     from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
     from engramdb.formation.rules import RuleExtractor
     from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
@@ -213,6 +215,10 @@ _LAZY: dict[str, str] = {
     "IngestMessage": "engramdb.formation.ingest",
     "IngestReport": "engramdb.formation.ingest",
     "RuleExtractor": "engramdb.formation.rules",
+    "Cluster": "engramdb.formation.clusters",
+    "Clustering": "engramdb.formation.clusters",
+    "FallbackExtractor": "engramdb.formation.model_extraction",
+    "ModelExtractor": "engramdb.formation.model_extraction",
 }
 
 
@@ -235,6 +241,8 @@ __all__ = [
     "AuthenticationError",
     "Backend",
     "CapacityInfo",
+    "Cluster",
+    "Clustering",
     "ConflictError",
     "DomainEvent",
     "DuplicateProviderError",
@@ -251,6 +259,7 @@ __all__ = [
     "EventStore",
     "ExtractedItem",
     "Extractor",
+    "FallbackExtractor",
     "FileMemoryProvider",
     "FileStore",
     "ForgetResult",
@@ -285,6 +294,7 @@ __all__ = [
     "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
+    "ModelExtractor",
     "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",

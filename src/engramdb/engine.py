@@ -23,8 +23,10 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.clusters import DEFAULT_THRESHOLD, Clustering, cluster_facts
 from engramdb.formation.ingest import IngestMessage, IngestReport
 from engramdb.formation.ingest import ingest as ingest_messages
+from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
 from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
@@ -46,6 +48,7 @@ from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
 from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.semantic import PUBLIC_SPEC, SEMANTIC_SPEC, SemanticMemory
 from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
+from engramdb.orchestrator.store_items import STORE_ITEMS_SPEC
 from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
 from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
@@ -82,13 +85,15 @@ from engramdb.storage.registry import open_backend
 
 PERSISTENT_PROVIDER_ID = "event_sourced"
 #: Namespaces of records that are not memories (task contexts, plans, sessions, tenancy,
-#: stored answers): logged, rebuilt, exported and swept like the rest, never recalled.
+#: stored answers, document-store items): logged, rebuilt, exported and swept like the rest,
+#: never recalled.
 RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     TASK_SPEC,
     PLAN_SPEC,
     SESSION_SPEC,
     *TENANCY_SPECS,
     IDEMPOTENCY_SPEC,
+    STORE_ITEMS_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
@@ -329,20 +334,29 @@ class ScopedMemory:
         messages: Sequence[IngestMessage | Mapping[str, Any]],
         *,
         extractor: Extractor | None = None,
+        strict: bool = False,
         progress: Callable[[str, int], None] | None = None,
         totals: Callable[[str, int], None] | None = None,
     ) -> IngestReport:
         """Form memories from a conversation: store ``messages`` (``{"role", "content"}``,
         optionally ``timestamp``, ``session_id``, ``id``) as episodes, extract profile facts,
-        dated events, activities and graph facts from them (the rules, unless ``extractor``
-        is given), and consolidate those into semantic and graph memory: added, updated (the
+        dated events, activities, goals and preferences and graph facts from them, and
+        consolidate those into semantic and graph memory: added, updated (the
         old version kept as history), ended, unchanged or contradicted, each naming its
         source turns. ``progress`` / ``totals`` are told ``(phase, amount)`` as the phases
         ``store``, ``extract`` and ``form`` advance / start.
 
+        The extractor is ``extractor`` if given; else the engine's chat model
+        (``EngineConfig.llm``), falling back to the rules for the turns it fails on or finds
+        nothing in (a note in the report says why) unless ``strict``; else the rules.
+
         Raises:
             ValidationError: a message is malformed (nothing is stored).
+            LLMError: with ``strict``, the chat model failed (a subclass says how); the turns
+                are stored, nothing is formed.
         """
+        if extractor is None and self.engine.llm is not None:
+            extractor = FallbackExtractor(ModelExtractor(self.engine.llm), strict=strict)
         return await ingest_messages(
             self.episodic,
             self.semantic,
@@ -352,6 +366,19 @@ class ScopedMemory:
             extractor=extractor,
             progress=progress,
             totals=totals,
+        )
+
+    async def clusters(self, *, threshold: float = DEFAULT_THRESHOLD) -> Clustering:
+        """The semantic facts no category holds (memorized directly, not formed by
+        ``ingest``), grouped by embedding similarity into named clusters, biggest first:
+        deterministic for a given ``threshold`` (cosine to a cluster's centroid), named by
+        the chat model when one is configured, else by their most distinctive words.
+
+        Raises:
+            ValidationError: no embedder is configured, or ``threshold`` is out of range.
+        """
+        return await cluster_facts(
+            self.semantic, self.engine.indexer.embedder, threshold=threshold, llm=self.engine.llm
         )
 
     async def last_trace(self) -> TurnTraced | None:

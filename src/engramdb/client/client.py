@@ -209,13 +209,19 @@ class MemoryClient:
     # -- formation ---------------------------------------------------------------------------
 
     async def ingest(
-        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        strict: bool = False,
     ) -> IngestOut:
         """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
         ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
         of themself becomes profile facts, events, activities and graph facts; the answer
-        counts what changed per category."""
-        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        counts what changed per category. With ``strict``, a failing chat model is an error
+        (``LLMError``) instead of a fallback to the rules."""
+        body = given(user_id=user_id, strict=strict or None)
+        body |= {"messages": [given(**m) for m in messages]}
         return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------

@@ -431,5 +431,6 @@ class IngestOut(BaseModel):
     entities: int
     relations: int
     notes: list[str]
+    theory_of_mind: str = ""
     seconds: float
     items: list[dict[str, Any]]

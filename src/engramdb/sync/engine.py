@@ -79,6 +79,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
     sessions = view(SyncSessions)
     assemble = blocking(ScopedMemory.assemble)
     ingest = blocking(ScopedMemory.ingest)
+    clusters = blocking(ScopedMemory.clusters)
     last_trace = blocking(ScopedMemory.last_trace)
 
     @property
