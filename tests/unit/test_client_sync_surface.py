@@ -5,6 +5,7 @@ parameters on its blocking view, made from the async method itself."""
 from __future__ import annotations
 
 import inspect
+import threading
 
 import pytest
 
@@ -73,3 +74,10 @@ def test_a_method_added_later_gets_its_twin() -> None:
     with SyncMemoryClient("http://127.0.0.1:9") as memory:
         grown = SyncGrown(Grown(memory.wrapped), memory._portal)
         assert grown.shortest_path("a", "b", limit=1) == ["a"]  # type: ignore[attr-defined]
+
+
+def test_a_wrong_argument_fails_before_any_thread_starts() -> None:
+    before = threading.active_count()
+    with pytest.raises(TypeError, match="api_kye"):
+        SyncMemoryClient("http://127.0.0.1:9", api_kye="ek_x")
+    assert threading.active_count() == before

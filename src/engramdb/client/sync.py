@@ -43,7 +43,8 @@ class SyncMemoryClient(SyncView[MemoryClient]):
         def __getattr__(self, name: str) -> Any: ...
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", **options: Any) -> None:
-        super().__init__(MemoryClient(base_url, **options), Portal())
+        client = MemoryClient(base_url, **options)  # a wrong argument fails before a thread starts
+        super().__init__(client, Portal())
         self._owns_portal = True
 
     @classmethod
