@@ -55,6 +55,7 @@ SCRIPT = textwrap.dedent(
                                 and m.split(".")[1] not in ("client", "core", "service",
                                                             "orchestrator", "providers")),
         "engramdb_at": engramdb.__file__,
+        "version": engramdb.__version__,
     }))
     """
 )
@@ -98,6 +99,7 @@ def test_the_client_alone_installs_offline_and_talks_to_engram_serve(
     assert seen["importable"] == []
     assert seen["engine_loaded"] == []
     assert seen["engramdb_at"].startswith(str(venv))
+    assert seen["version"] == project["version"]
     assert seen["async_found"][0] == "The staging database lives in Frankfurt."
     assert seen["sync_written"] == "created"
     assert seen["sync_recent"][0] == "I prefer tea to coffee"
