@@ -141,10 +141,19 @@ if TYPE_CHECKING:
         open_sync,
     )
 
-try:
-    __version__ = _distribution_version("engramdb")
-except PackageNotFoundError:  # a source tree on sys.path that was never installed
-    __version__ = "0+unknown"
+
+def _installed_version() -> str:
+    """The version of the installed distribution: engramdb, or engramdb-client (the client
+    installed alone); a source tree on sys.path that was never installed has none."""
+    for distribution in ("engramdb", "engramdb-client"):
+        try:
+            return _distribution_version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "0+unknown"
+
+
+__version__ = _installed_version()
 
 #: Where each lazily imported public name lives.
 _LAZY: dict[str, str] = {

@@ -30,9 +30,7 @@ from engramdb.core.errors import (
 )
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
-from engramdb.orchestrator.plans import Plan
-from engramdb.orchestrator.sessions import Session
-from engramdb.orchestrator.tasks import TaskContext
+from engramdb.orchestrator.resource_models import Plan, Session, TaskContext
 from engramdb.service.models import (
     Cleared,
     Deleted,
