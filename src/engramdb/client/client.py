@@ -13,14 +13,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
+from engramdb.client.intent import IntentCalls
 from engramdb.core.errors import NotFoundError, PartialRecallWarning
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
@@ -41,12 +41,11 @@ from engramdb.service.models import (
     WriteResult,
 )
 
-M = TypeVar("M", bound=BaseModel)
 Role = Literal["user", "assistant", "system", "tool"]
 _RETRY_STATUSES = frozenset({502, 503, 504})
 
 
-class MemoryClient:
+class MemoryClient(IntentCalls):
     """Async client of one Engram service for one identity.
 
     Args:
@@ -144,10 +143,6 @@ class MemoryClient:
                     return response
             await asyncio.sleep(0.1 * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _call(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
-        response = await self.request(method, path, **kwargs)
-        return model.model_validate(response.json())
 
     async def health(self) -> Health:
         """Whether the service is up and its database answers."""
