@@ -281,3 +281,47 @@ def test_operation_ids_are_stable_and_readable(tmp_path: Path) -> None:
         pinned[f"{memory_type}_forget"] = f"POST /v1/memory/{memory_type}/forget"
         pinned[f"{memory_type}_summarize"] = f"POST /v1/memory/{memory_type}/summarize"
     assert {i: ids.get(i) for i in pinned} == pinned
+
+
+async def test_the_specs_body_fields(connect: Connect, keys: Keys) -> None:
+    alice, service = connect(keys["alice"]), connect(keys["service"])
+    await service.log_interaction("user", "bob met Carol", user_id="bob", agent_id="scribe")
+    bob_scribe = connect(keys["bob"], agent_id="scribe")
+    assert [i.text for i in await bob_scribe.get_recent_history()] == ["bob met Carol"]
+    assert await connect(keys["bob"]).get_recent_history() == []  # another agent's log
+    with pytest.raises(PermissionDeniedError):
+        await alice.log_interaction("user", "as bob", user_id="bob")
+    with pytest.raises(PermissionDeniedError):  # the body contradicts X-Agent-ID
+        await connect(keys["alice"], agent_id="a1").log_interaction("user", "x", agent_id="a2")
+    with pytest.raises(PermissionDeniedError):
+        await alice.add_procedure("Be brief", user_id="bob")
+    with pytest.raises(PermissionDeniedError):
+        await alice.store_knowledge("not mine", user_id="bob", agent_id="scribe")
+    # trigger_condition is the spec's name of the trigger.
+    answer = await alice.request(
+        "POST",
+        "/v1/memory/procedural",
+        json={"content": "Check Stripe first", "trigger_condition": "keywords:billing"},
+    )
+    rule_id = answer.json()["id"]
+    skills = await alice.get_relevant_skills("my billing failed")
+    assert skills[0].id == rule_id
+    assert skills[0].metadata["trigger"] == "keywords:billing"
+    with pytest.raises(ValidationError):
+        await alice.request(
+            "POST",
+            "/v1/memory/procedural",
+            json={"content": "x", "trigger": "always", "trigger_condition": "keywords:a"},
+        )
+
+
+async def test_knowledge_without_a_user_is_the_tenants(connect: Connect, keys: Keys) -> None:
+    word = unique("kestrel")
+    stored = await connect(keys["service"]).store_knowledge(f"The company bird is a {word}.")
+    for user in ("alice", "bob"):
+        hits = await connect(keys[user]).search_knowledge(word)
+        assert [h.id for h in hits] == [stored.id], user
+    # A user's own knowledge stays theirs.
+    private = unique("wren")
+    await connect(keys["alice"]).store_knowledge(f"My bird is a {private}.")
+    assert not any(private in h.text for h in await connect(keys["bob"]).search_knowledge(private))

@@ -157,11 +157,15 @@ class MemoryClient(IntentCalls):
         metadata: dict[str, Any] | None = None,
         key: str | None = None,
         user_id: str | None = None,
+        agent_id: str | None = None,
         public: bool = False,
         importance: float = 0.5,
     ) -> WriteResult:
-        """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``."""
-        body = given(content=content, metadata=metadata, key=key, user_id=user_id)
+        """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``;
+        stored for no user at all, it is the whole tenant's."""
+        body = given(
+            content=content, metadata=metadata, key=key, user_id=user_id, agent_id=agent_id
+        )
         body |= {"public": public, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic", json=body)
 
@@ -211,8 +215,11 @@ class MemoryClient(IntentCalls):
         speaker: str | None = None,
         importance: float = 0.5,
         tags: list[str] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> WriteResult:
-        """Append one interaction to the episodic log."""
+        """Append one interaction to the episodic log (of ``user_id`` / ``agent_id``, if the
+        credentials may act for them)."""
         body = given(
             role=role,
             content=content,
@@ -220,6 +227,8 @@ class MemoryClient(IntentCalls):
             occurred_at=occurred_at,
             speaker=speaker,
             tags=tags,
+            user_id=user_id,
+            agent_id=agent_id,
         )
         body["importance"] = importance
         return await self._call(WriteResult, "POST", "/v1/memory/episodic", json=body)
@@ -259,9 +268,18 @@ class MemoryClient(IntentCalls):
         key: str | None = None,
         metadata: dict[str, Any] | None = None,
         importance: float = 0.5,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> WriteResult:
-        """Store a rule or example with its trigger."""
-        body = given(content=content, trigger=trigger, key=key, metadata=metadata)
+        """Store a rule or example with its trigger (the spec's ``trigger_condition``)."""
+        body = given(
+            content=content,
+            trigger=trigger,
+            key=key,
+            metadata=metadata,
+            user_id=user_id,
+            agent_id=agent_id,
+        )
         body |= {"procedure_type": procedure_type, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
 
