@@ -325,3 +325,28 @@ async def test_knowledge_without_a_user_is_the_tenants(connect: Connect, keys: K
     private = unique("wren")
     await connect(keys["alice"]).store_knowledge(f"My bird is a {private}.")
     assert not any(private in h.text for h in await connect(keys["bob"]).search_knowledge(private))
+
+
+async def test_unified_recall_takes_a_date_range(connect: Connect, keys: Keys) -> None:
+    alice = connect(keys["alice"])
+    may, june = datetime(2026, 5, 10, tzinfo=UTC), datetime(2026, 6, 10, tzinfo=UTC)
+    await alice.log_interaction("user", "We hiked the Alps in May", occurred_at=may)
+    await alice.log_interaction("user", "We hiked the Andes in June", occurred_at=june)
+    june_only = await alice.recall("hiking trip", since=datetime(2026, 6, 1, tzinfo=UTC))
+    texts = [r.entry.value["text"] for r in june_only if isinstance(r.entry.value, dict)]
+    assert texts == ["We hiked the Andes in June"]
+    may_only = await alice.recall("hiking trip", until=datetime(2026, 6, 1, tzinfo=UTC))
+    texts = [r.entry.value["text"] for r in may_only if isinstance(r.entry.value, dict)]
+    assert texts == ["We hiked the Alps in May"]
+    both = await alice.recall("hiking trip")
+    assert len([r for r in both if r.provider_id == "episodic"]) == 2
+    with pytest.raises(ValidationError):
+        await alice.request(
+            "POST",
+            "/v1/memory/recall",
+            json={"query": "x", "since": june.isoformat(), "until": may.isoformat()},
+        )
+    with pytest.raises(ValidationError):  # a time without a zone
+        await alice.request(
+            "POST", "/v1/memory/recall", json={"query": "x", "since": "2026-05-01T00:00:00"}
+        )

@@ -493,21 +493,38 @@ class MemoryClient(IntentCalls):
         return True
 
     async def recall(
-        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+        self,
+        query: str | RecallQuery,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        raw: bool = False,
     ) -> list[RecallResult]:
-        """Memories across every provider matching ``query``, merged by relevance; warns
+        """Memories across every provider matching ``query`` (that happened within
+        ``since`` / ``until``, if given), merged by relevance; warns
         (``PartialRecallWarning``) when the service answered without providers that failed,
         as ``MemoryManager.recall`` does in process."""
-        answer = await self.recall_report(query, limit=limit, raw=raw)
+        answer = await self.recall_report(query, limit=limit, since=since, until=until, raw=raw)
         if answer.failed_providers:
             warnings.warn(PartialRecallWarning.naming(answer.failed_providers), stacklevel=2)
         return answer.results
 
     async def recall_report(
-        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+        self,
+        query: str | RecallQuery,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        raw: bool = False,
     ) -> RecallOut:
         """``recall``'s results with the providers that failed (``failed_providers``)."""
-        chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
+        chosen = (
+            query
+            if isinstance(query, RecallQuery)
+            else RecallQuery(query=query, limit=limit, since=since, until=until)
+        )
         body = chosen.model_dump(mode="json", exclude_none=True)
         return await self._call(
             RecallOut, "POST", "/v1/memory/recall", json=body, params=raw_param(raw)

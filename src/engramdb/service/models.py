@@ -294,6 +294,14 @@ class RecallIn(Body):
     limit: int = Field(default=10, ge=1, le=1000)
     metadata_filters: dict[str, JsonValue] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, ge=1, le=300)
+    since: AwareDatetime | None = Field(default=None, description="Happened at or after this")
+    until: AwareDatetime | None = Field(default=None, description="Happened before this")
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> RecallIn:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must be before until")
+        return self
 
 
 class FailedProvider(BaseModel):
