@@ -176,10 +176,11 @@ class MemoryClient(IntentCalls):
         dedupe_threshold: float = 0.95,
         metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
+        agent_id: str | None = None,
         public: bool = False,
     ) -> WriteResult:
         """Store a fact, or update a near-identical stored one (``status`` says which)."""
-        body = given(content=content, metadata=metadata, user_id=user_id)
+        body = given(content=content, metadata=metadata, user_id=user_id, agent_id=agent_id)
         body |= {"public": public, "dedupe_threshold": dedupe_threshold}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
 

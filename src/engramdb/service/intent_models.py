@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from engramdb.core.intent import MemoryItem
+from engramdb.core.validation import KEY_PATTERN
 from engramdb.service.models import AgentId, Body, EpisodeIn, UserId, WriteResult
 
 #: The memory types of the memory-plugin interface, as named in paths.
@@ -17,7 +18,7 @@ MemoryTypeName = Literal["working", "episodic", "semantic", "procedural", "conve
 #: The types whose items can be deleted and restored one by one over REST.
 ItemTypeName = Literal["episodic", "semantic", "procedural"]
 ForgetMode = Literal["soft", "hard"]
-PlanId = Field(default=None, min_length=1, max_length=128)
+PlanId = Field(default=None, min_length=1, max_length=128, pattern=KEY_PATTERN)
 
 
 class ForgetIn(Body):

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query
 
 from engramdb.core.errors import ValidationError
 from engramdb.core.intent import CapacityInfo, ForgetResult, SummaryResult
+from engramdb.core.validation import KEY_PATTERN
 from engramdb.engine import Engine
 from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.plugin import StoredMemoryType
@@ -34,7 +35,7 @@ from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import area_router
 
 router = area_router("/v1/memory", "assemble")
-PlanQuery = Annotated[str | None, Query(min_length=1, max_length=128)]
+PlanQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=KEY_PATTERN)]
 #: How long each memory type may take to answer an assembly over HTTP: a client waits on
 #: the network anyway, so a memory missed for a few hundred milliseconds costs more than the
 #: wait (within a turn in process the default is 500 ms); still bounded.
