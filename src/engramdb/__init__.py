@@ -25,9 +25,11 @@ from engramdb.core.errors import (
     EntityNotFoundError,
     GraphMemoryError,
     InvalidKeyError,
+    InvalidPatternError,
     InvalidScopeError,
     InvalidTraversalError,
     InvalidValueError,
+    MemoryFileError,
     MigrationError,
     ModelUnavailableError,
     NoProviderForTierError,
@@ -42,10 +44,12 @@ from engramdb.core.errors import (
     StaleVectorsError,
     StaleVectorsWarning,
     StorageError,
+    UnsafePathError,
     UnsupportedTargetError,
     UsageError,
     ValidationError,
     ValueTooLargeError,
+    VersionConflictError,
 )
 
 if TYPE_CHECKING:
@@ -89,7 +93,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.clusters import Cluster, Clustering
     from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
     from engramdb.formation.rules import RuleExtractor
     from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
@@ -98,10 +104,16 @@ if TYPE_CHECKING:
         RecallReport,
     )
     from engramdb.manager.registry import ProviderRegistry
+    from engramdb.orchestrator.memory_types import (
+        MemoryType,
+        MemoryTypeRegistry,
+        register_memory_type,
+    )
     from engramdb.orchestrator.plugin import TypeLimits
     from engramdb.orchestrator.type_limits import MemoryTypeLimits
     from engramdb.providers.base import MemoryProvider
     from engramdb.providers.event_sourced import EventSourcedProvider
+    from engramdb.providers.files import FileMemoryProvider, FileStore, RescanReport
     from engramdb.providers.graph import (
         EntityType,
         GraphEntity,
@@ -170,10 +182,16 @@ _LAZY: dict[str, str] = {
     "ProviderFailure": "engramdb.manager.manager",
     "RecallReport": "engramdb.manager.manager",
     "ProviderRegistry": "engramdb.manager.registry",
+    "MemoryType": "engramdb.orchestrator.memory_types",
+    "MemoryTypeRegistry": "engramdb.orchestrator.memory_types",
+    "register_memory_type": "engramdb.orchestrator.memory_types",
     "TypeLimits": "engramdb.orchestrator.plugin",
     "MemoryTypeLimits": "engramdb.orchestrator.type_limits",
     "MemoryProvider": "engramdb.providers.base",
     "EventSourcedProvider": "engramdb.providers.event_sourced",
+    "FileMemoryProvider": "engramdb.providers.files",
+    "FileStore": "engramdb.providers.files",
+    "RescanReport": "engramdb.providers.files",
     "EntityType": "engramdb.providers.graph",
     "GraphEntity": "engramdb.providers.graph",
     "GraphMemoryProvider": "engramdb.providers.graph",
@@ -197,6 +215,10 @@ _LAZY: dict[str, str] = {
     "IngestMessage": "engramdb.formation.ingest",
     "IngestReport": "engramdb.formation.ingest",
     "RuleExtractor": "engramdb.formation.rules",
+    "Cluster": "engramdb.formation.clusters",
+    "Clustering": "engramdb.formation.clusters",
+    "FallbackExtractor": "engramdb.formation.model_extraction",
+    "ModelExtractor": "engramdb.formation.model_extraction",
 }
 
 
@@ -219,6 +241,8 @@ __all__ = [
     "AuthenticationError",
     "Backend",
     "CapacityInfo",
+    "Cluster",
+    "Clustering",
     "ConflictError",
     "DomainEvent",
     "DuplicateProviderError",
@@ -235,6 +259,9 @@ __all__ = [
     "EventStore",
     "ExtractedItem",
     "Extractor",
+    "FallbackExtractor",
+    "FileMemoryProvider",
+    "FileStore",
     "ForgetResult",
     "GraphEntity",
     "GraphMemoryError",
@@ -245,6 +272,7 @@ __all__ = [
     "IngestMessage",
     "IngestReport",
     "InvalidKeyError",
+    "InvalidPatternError",
     "InvalidScopeError",
     "InvalidTraversalError",
     "InvalidValueError",
@@ -252,6 +280,7 @@ __all__ = [
     "MemoryDeleted",
     "MemoryEntry",
     "MemoryExpired",
+    "MemoryFileError",
     "MemoryIndexed",
     "MemoryInvalidated",
     "MemoryItem",
@@ -260,9 +289,12 @@ __all__ = [
     "MemoryProvider",
     "MemoryProviderRegistered",
     "MemoryTier",
+    "MemoryType",
     "MemoryTypeLimits",
+    "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
+    "ModelExtractor",
     "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",
@@ -283,6 +315,7 @@ __all__ = [
     "RecallScope",
     "RelationNotFoundError",
     "RelationType",
+    "RescanReport",
     "RetryPolicy",
     "RuleExtractor",
     "Scope",
@@ -297,10 +330,12 @@ __all__ = [
     "TraceContext",
     "TraversalPattern",
     "TypeLimits",
+    "UnsafePathError",
     "UnsupportedTargetError",
     "UsageError",
     "ValidationError",
     "ValueTooLargeError",
+    "VersionConflictError",
     "WorkingMemoryLimits",
     "WorkingMemoryProvider",
     "WorkingStore",
@@ -308,4 +343,5 @@ __all__ = [
     "open",
     "open_sync",
     "register_backend",
+    "register_memory_type",
 ]

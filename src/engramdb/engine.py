@@ -13,17 +13,20 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from engramdb.core.errors import StaleVectorsError, StaleVectorsWarning
+from engramdb.core.errors import NotFoundError, StaleVectorsError, StaleVectorsWarning
 from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.clusters import DEFAULT_THRESHOLD, Clustering, cluster_facts
 from engramdb.formation.ingest import IngestMessage, IngestReport
 from engramdb.formation.ingest import ingest as ingest_messages
+from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
 from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
@@ -33,15 +36,19 @@ from engramdb.manager.manager import DEFAULT_RECALL_TIMEOUT_S, MemoryManager
 from engramdb.manager.registry import ProviderRegistry
 from engramdb.orchestrator.assemble import AssembledContext, Lookup, assemble
 from engramdb.orchestrator.budget import Budget
+from engramdb.orchestrator.builtin_types import file_category_type
 from engramdb.orchestrator.conversation import CONVERSATION_SPEC, ConversationMemory
 from engramdb.orchestrator.episodic import EPISODIC_SPEC, EpisodicMemory
+from engramdb.orchestrator.file_memory import FileCategoryMemory, category_memory_class
 from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC
+from engramdb.orchestrator.memory_types import MemoryTypeRegistry, default_registry
 from engramdb.orchestrator.plans import PLAN_SPEC, Plans
-from engramdb.orchestrator.plugin import StoredMemoryType
+from engramdb.orchestrator.plugin import MemoryPlugin, StoredMemoryType
 from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
 from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.semantic import PUBLIC_SPEC, SEMANTIC_SPEC, SemanticMemory
 from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
+from engramdb.orchestrator.store_items import STORE_ITEMS_SPEC
 from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
 from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
@@ -51,6 +58,13 @@ from engramdb.providers.event_sourced import (
     EventSourcedProvider,
     expire_records,
     rebuild_namespace,
+)
+from engramdb.providers.files import (
+    DEFAULT_CATEGORIES,
+    FILES_PROVIDER_ID,
+    FILES_SPEC,
+    FileMemoryProvider,
+    FileStore,
 )
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
@@ -71,13 +85,15 @@ from engramdb.storage.registry import open_backend
 
 PERSISTENT_PROVIDER_ID = "event_sourced"
 #: Namespaces of records that are not memories (task contexts, plans, sessions, tenancy,
-#: stored answers): logged, rebuilt, exported and swept like the rest, never recalled.
+#: stored answers, document-store items): logged, rebuilt, exported and swept like the rest,
+#: never recalled.
 RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     TASK_SPEC,
     PLAN_SPEC,
     SESSION_SPEC,
     *TENANCY_SPECS,
     IDEMPOTENCY_SPEC,
+    STORE_ITEMS_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
@@ -100,6 +116,10 @@ class EngineConfig:
     every hybrid search (``SearchConfig.rerank_candidates`` / ``rerank_weight``); none by
     default. ``type_limits`` holds each memory type's capacity and default TTL
     (``MemoryTypeLimits``); ``working`` is the in-process tier-1 store of the manager API.
+    ``files`` is the folder of the memory files a person can read and edit (one folder per
+    tenant and user, one markdown file per category: ``file_categories`` and any other content
+    type written there); ``None`` keeps none. ``memory_types`` is the registry of memory types
+    (default: the process's, ``default_registry()``).
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -116,6 +136,9 @@ class EngineConfig:
     on_model_change: Literal["warn", "reindex", "error"] = "warn"
     reranker: Reranker | None = None
     type_limits: MemoryTypeLimits = field(default_factory=MemoryTypeLimits)
+    files: str | Path | None = None
+    file_categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    memory_types: MemoryTypeRegistry | None = None
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -131,6 +154,7 @@ class EngineConfig:
             PROCEDURAL_SPEC,
             conversation,
             WORKING_SPEC,
+            *((FILES_SPEC,) if self.files is not None else ()),
         )
 
 
@@ -167,9 +191,14 @@ class ScopedMemory:
         self.working_provider = WorkingMemoryProvider(engine.working_store, scope)
         providers = {
             spec.namespace: engine.provider(spec, scope)
-            for spec in engine.specs
+            for spec in (*engine.specs, *engine.memory_types.specs())
             if spec.namespace not in _RESOURCE_NAMESPACES
         }
+        self._providers = providers
+        self._plugins: dict[str, MemoryPlugin | None] = {}
+        files = providers.get(FILES_PROVIDER_ID)
+        #: The scope's memory files (``None`` unless the engine keeps them).
+        self.files = files if isinstance(files, FileMemoryProvider) else None
         self.persistent = providers[PERSISTENT_PROVIDER_ID]
         limits = engine.config.type_limits
         self.episodic = EpisodicMemory(providers[EPISODIC_SPEC.namespace], limits.episodic)
@@ -222,6 +251,52 @@ class ScopedMemory:
         """The memory types of this scope."""
         return [self.working, self.episodic, self.semantic, self.procedural, self.conversation]
 
+    def provider_for(self, spec: ProjectionSpec) -> EventSourcedProvider:
+        """This scope's provider of namespace ``spec`` (one per namespace, shared with the
+        manager): what a registered memory type builds its plugin on."""
+        if spec.namespace not in self._providers:
+            self._providers[spec.namespace] = self.engine.provider(spec, self.scope)
+        return self._providers[spec.namespace]
+
+    def file_category(self, category: str) -> FileCategoryMemory | None:
+        """The memory type of one category of this scope's memory files (``None`` when the
+        engine keeps no memory files)."""
+        if self.files is None:
+            return None
+        return category_memory_class(category)(self.files)
+
+    def offered(self, name: str) -> MemoryPlugin | None:
+        """The plugin of the registered memory type ``name``, or ``None`` when this engine
+        does not offer it.
+
+        Raises:
+            NotFoundError: no memory type of that name is registered.
+        """
+        if name not in self._plugins:
+            plugin = self.engine.memory_types.get(name).build(self)
+            if isinstance(plugin, StoredMemoryType):
+                plugin.llm = plugin.llm or self.engine.llm
+                plugin.redaction = self.redaction
+            self._plugins[name] = plugin
+        return self._plugins[name]
+
+    def memory_type(self, name: str) -> MemoryPlugin:
+        """The plugin of the registered memory type ``name`` (built-in, file category or
+        user-defined).
+
+        Raises:
+            NotFoundError: no such type, or this engine does not offer it (a file category
+                without memory files).
+        """
+        plugin = self.offered(name)
+        if plugin is None:
+            raise NotFoundError(
+                f"memory type {name!r} needs memory files: open the engine with "
+                "EngineConfig(files=FOLDER) (CLI: --files FOLDER)",
+                name=name,
+            )
+        return plugin
+
     async def assemble(
         self,
         prompt: str,
@@ -235,16 +310,23 @@ class ScopedMemory:
         chosen = budget or Budget(token_limit=token_limit)
         k = chosen.per_type_items
         await self.engine.indexer.warm()  # loading the model is not the turn's time budget
-        # Raw reads: assemble redacts every item itself, and counts what it redacted.
+        registry = self.engine.memory_types
+        # Every registered type this engine offers takes part; a budget's own shares win.
+        # Lookups read raw: assemble redacts every item itself, and counts what it redacted.
+        chosen = replace(chosen, shares={**registry.shares(), **chosen.shares})
         lookups: list[tuple[str, Lookup]] = [
-            ("working", lambda: self.working.remember(prompt, limit=k, raw=True)),
-            ("procedural", lambda: self.procedural.remember(prompt, limit=k, raw=True)),
-            ("conversation", lambda: self.conversation.recent(k, raw=True)),
-            ("semantic", lambda: self.semantic.remember(prompt, limit=k, raw=True)),
-            ("episodic", lambda: self.episodic.remember(prompt, limit=k, now=now, raw=True)),
+            (kind.name, partial(kind.lookup, plugin, prompt, k, now))
+            for kind in registry
+            if (plugin := self.offered(kind.name)) is not None
         ]
         return await assemble(
-            prompt, lookups, chosen, self.redaction, scope=self.scope, events=self.engine.events
+            prompt,
+            lookups,
+            chosen,
+            self.redaction,
+            scope=self.scope,
+            events=self.engine.events,
+            headings=registry.headings(),
         )
 
     async def ingest(
@@ -252,20 +334,29 @@ class ScopedMemory:
         messages: Sequence[IngestMessage | Mapping[str, Any]],
         *,
         extractor: Extractor | None = None,
+        strict: bool = False,
         progress: Callable[[str, int], None] | None = None,
         totals: Callable[[str, int], None] | None = None,
     ) -> IngestReport:
         """Form memories from a conversation: store ``messages`` (``{"role", "content"}``,
         optionally ``timestamp``, ``session_id``, ``id``) as episodes, extract profile facts,
-        dated events, activities and graph facts from them (the rules, unless ``extractor``
-        is given), and consolidate those into semantic and graph memory: added, updated (the
+        dated events, activities, goals and preferences and graph facts from them, and
+        consolidate those into semantic and graph memory: added, updated (the
         old version kept as history), ended, unchanged or contradicted, each naming its
         source turns. ``progress`` / ``totals`` are told ``(phase, amount)`` as the phases
         ``store``, ``extract`` and ``form`` advance / start.
 
+        The extractor is ``extractor`` if given; else the engine's chat model
+        (``EngineConfig.llm``), falling back to the rules for the turns it fails on or finds
+        nothing in (a note in the report says why) unless ``strict``; else the rules.
+
         Raises:
             ValidationError: a message is malformed (nothing is stored).
+            LLMError: with ``strict``, the chat model failed (a subclass says how); the turns
+                are stored, nothing is formed.
         """
+        if extractor is None and self.engine.llm is not None:
+            extractor = FallbackExtractor(ModelExtractor(self.engine.llm), strict=strict)
         return await ingest_messages(
             self.episodic,
             self.semantic,
@@ -275,6 +366,19 @@ class ScopedMemory:
             extractor=extractor,
             progress=progress,
             totals=totals,
+        )
+
+    async def clusters(self, *, threshold: float = DEFAULT_THRESHOLD) -> Clustering:
+        """The semantic facts no category holds (memorized directly, not formed by
+        ``ingest``), grouped by embedding similarity into named clusters, biggest first:
+        deterministic for a given ``threshold`` (cosine to a cluster's centroid), named by
+        the chat model when one is configured, else by their most distinctive words.
+
+        Raises:
+            ValidationError: no embedder is configured, or ``threshold`` is out of range.
+        """
+        return await cluster_facts(
+            self.semantic, self.engine.indexer.embedder, threshold=threshold, llm=self.engine.llm
         )
 
     async def last_trace(self) -> TurnTraced | None:
@@ -298,6 +402,13 @@ class Engine:
         )
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
         self.graphs = GraphCache(backend)
+        self.memory_types = self.config.memory_types or default_registry()
+        self.files: FileStore | None = None
+        if self.config.files is not None:
+            self.files = FileStore(self.config.files, self.config.file_categories)
+            for category in self.files.categories:
+                if category not in self.memory_types:
+                    self.memory_types.register(file_category_type(category))
 
     @property
     def events(self) -> EventStore:
@@ -316,18 +427,20 @@ class Engine:
         """Every namespace records are stored in, with the scope levels of its partitions:
         the projections and resources, then the graph's entities and relations."""
         return [
-            *((spec.namespace, spec.levels) for spec in self.specs),
+            *((spec.namespace, spec.levels) for spec in self.all_specs()),
             *((namespace, GRAPH_LEVELS) for namespace in GRAPH_NAMESPACES),
         ]
 
     def _forget_cached(self, scopes: ScopeFilter) -> None:
         """Drop what this process holds of ``scopes`` after their records were deleted: the
-        vector indexes and working graphs (all of them; they reload on use) and the
-        in-process working memory of those scopes."""
+        vector indexes and working graphs (all of them; they reload on use), the
+        in-process working memory and the memory files of those scopes."""
         self.indexer.forget_all()
         self.graphs.drop()
         for scope in [s for s in self.working_store.partitions if scopes.matches(s)]:
             del self.working_store.partitions[scope]
+        if self.files is not None:
+            self.files.erase(scopes.matches)
 
     async def _start(self) -> None:
         await self.registry.refresh()
@@ -374,6 +487,8 @@ class Engine:
 
     def provider(self, spec: ProjectionSpec, scope: Scope) -> EventSourcedProvider:
         """The provider of namespace ``spec`` bound to ``scope``."""
+        if self.files is not None and spec.namespace == FILES_PROVIDER_ID:
+            return self.file_provider(scope)
         return EventSourcedProvider(
             self.backend,
             scope,
@@ -384,22 +499,62 @@ class Engine:
             max_value_bytes=self.config.max_value_bytes,
         )
 
+    def file_provider(self, scope: Scope) -> FileMemoryProvider:
+        """The memory-file provider of ``scope``.
+
+        Raises:
+            NotFoundError: this engine keeps no memory files.
+        """
+        if self.files is None:
+            raise NotFoundError("this engine keeps no memory files (EngineConfig(files=…))")
+        return FileMemoryProvider(
+            self.backend,
+            scope,
+            self.files,
+            indexer=self.indexer,
+            producer=self.producer,
+            max_value_bytes=self.config.max_value_bytes,
+        )
+
+    def all_specs(self) -> list[ProjectionSpec]:
+        """The engine's projections and resources, then the namespaces of registered memory
+        types that have one of their own."""
+        known = {spec.namespace for spec in self.specs}
+        extra = [spec for spec in self.memory_types.specs() if spec.namespace not in known]
+        return [*self.specs, *extra]
+
     async def rebuild(self, progress: Callable[[int], None] | None = None) -> RebuildReport:
         """Recompute every projection from the event log (vectors of unchanged texts are
-        kept; :meth:`reindex` recomputes those).
+        kept; :meth:`reindex` recomputes those). With memory files, a person's edits are
+        taken in first (each becomes an event) and every file is rendered again after.
 
         ``progress`` is called with the number of events processed since its last call.
+
+        Raises:
+            MemoryFileError: an edited memory file cannot be read (nothing was rebuilt).
         """
         started = time.perf_counter()
+        if self.files is not None:
+            for scope in self.files.scopes():
+                await self.file_provider(scope).rescan()
         events = await self.events.count()
         stored = {
             spec.namespace: await rebuild_namespace(self.backend, spec, progress=progress)
-            for spec in self.specs
+            for spec in self.all_specs()
         }
         stored.update(await rebuild_graph(self.backend, progress=progress))
         self.graphs.drop()
         self.indexer.forget_all()
+        await self.render_files()
         return RebuildReport(stored, events, time.perf_counter() - started)
+
+    async def render_files(self) -> None:
+        """Render every scope's memory files from the records (no-op without files)."""
+        if self.files is None:
+            return
+        stored = await self.backend.scan(RecordQuery(FILES_PROVIDER_ID, None, hidden=None))
+        for scope in sorted({*self.files.scopes(), *(r.scope for r in stored)}, key=str):
+            await self.file_provider(scope).render()
 
     async def reindex(
         self, progress: Callable[[int], None] | None = None, *, stale_only: bool = False
@@ -486,9 +641,11 @@ class Engine:
                 totals(phase, total)
 
         path = Path(source)
-        expected, events = count_rows(path)  # every line checked before anything is written
+        limit = self.config.max_value_bytes
+        # Every line is checked before anything is written: a bad one leaves the database empty.
+        expected, events = count_rows(path, limit)
         starts("append", events)
-        appended = await append_export(self.events, path, told("append"))
+        appended = await append_export(self.events, path, told("append"), limit)
         starts("rebuild", await self.events.count())
         await self.rebuild(told("rebuild"))
         vectors = 0

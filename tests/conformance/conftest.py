@@ -21,6 +21,7 @@ from engramdb.index.embedder import Embedder
 from engramdb.index.sentences import sentence_keys
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.event_sourced import EventSourcedProvider
+from engramdb.providers.files import FileMemoryProvider, FileStore
 from engramdb.providers.graph import GraphCache, GraphMemoryProvider
 from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec
@@ -85,6 +86,7 @@ KITS = (
     *(f"event_sourced-{name}" for name in sorted(BACKENDS)),
     *(f"indexed-{name}" for name in sorted(BACKENDS)),
     *(f"graph-{name}" for name in sorted(BACKENDS)),
+    *(f"files-{name}" for name in sorted(BACKENDS)),
 )
 
 
@@ -112,6 +114,19 @@ async def kit(
 
         try:
             yield ProviderKit(name, graph(SCOPE), True, graph)
+        finally:
+            await opened.close()
+        return
+    if name == "files":
+        # Markdown files a person can edit, projected from the same log.
+        files = FileStore(tmp_path / "memory-files")
+        plain = Indexer(opened)
+
+        def file_provider(scope: Scope) -> MemoryProvider:
+            return FileMemoryProvider(opened, scope, files, indexer=plain)
+
+        try:
+            yield ProviderKit(name, file_provider(SCOPE), True, file_provider)
         finally:
             await opened.close()
         return

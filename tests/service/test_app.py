@@ -4,6 +4,7 @@ limits; idempotency; the OpenAPI schema documents every operation."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,61 @@ async def http(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
+JSON_TYPE = {"content-type": "application/json"}
+NUL, SURROGATE = "a\u0000b", "x\ud800y"
+
+
+def _unstorable(bad: str) -> list[tuple[str, str, Any, int, str]]:
+    """Requests carrying ``bad`` in each kind of field: no backend stores a NUL character or
+    a lone surrogate (the 5xx it was on PostgreSQL named the database), so every backend
+    refuses them alike. A plain string field is refused by the request schema already."""
+    text_field = "invalid_value" if bad == NUL else "validation_error"
+    return [
+        ("POST", "/v1/memory/entries", {"key": "k", "value": bad}, 422, "invalid_value"),
+        ("POST", "/v1/memory/entries", {"key": "k", "value": {bad: 1}}, 422, "invalid_value"),
+        (
+            "POST",
+            "/v1/memory/entries",
+            {"key": "k", "value": 1, "metadata": {"m": bad}},
+            422,
+            "invalid_value",
+        ),
+        ("POST", "/v1/memory/episodic", {"role": "user", "content": bad}, 422, text_field),
+        ("POST", "/v1/memory/semantic", {"content": bad}, 422, text_field),
+        (
+            "POST",
+            "/v1/memory/procedural",
+            {"content": "r", "trigger": f"regex:{bad}"},
+            422,
+            text_field if bad == SURROGATE else "invalid_pattern",
+        ),
+        (
+            "POST",
+            "/v1/memory/plans",
+            {"plan_id": "p", "goal_event": "g", "status": bad},
+            422,
+            text_field,
+        ),
+        (
+            "POST",
+            "/v1/memory/plans",
+            {"plan_id": "p", "goal_event": "g", "state": {"s": bad}},
+            422,
+            "invalid_value",
+        ),
+        (
+            "POST",
+            "/v1/memory/sessions",
+            {"session_id": "s", "metadata": {"m": bad}},
+            422,
+            "invalid_value",
+        ),
+        ("PUT", "/v1/memory/working/p/k", {"value": [bad]}, 422, "invalid_value"),
+    ]
+
+
+UNSTORABLE_REQUESTS = _unstorable(NUL) + _unstorable(SURROGATE)
+
 GRAPH_404 = "entity_not_found"
 BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("POST", "/v1/memory/semantic", {"content": ""}, 422, "validation_error"),
@@ -67,8 +123,25 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
         "/v1/memory/procedural",
         {"content": "x", "trigger": "regex:("},
         422,
-        "validation_error",
+        "invalid_pattern",
     ),
+    *(
+        (
+            "POST",
+            "/v1/memory/procedural",
+            {"content": "x", "trigger": f"regex:{pattern}"},
+            422,
+            code,
+        )
+        for pattern, code in (
+            (r"(a+)\1", "invalid_pattern"),  # a backreference: no linear-time engine runs it
+            ("(?=a)a", "invalid_pattern"),  # lookahead
+            ("(?<!x)a", "invalid_pattern"),  # lookbehind
+            ("a" * 513, "invalid_pattern"),
+        )
+    ),
+    *UNSTORABLE_REQUESTS,
+    ("GET", "/v1/memory/entries?prefix=a%00b", None, 422, "invalid_value"),
     ("PUT", "/v1/memory/working/p/k", {"value": None}, 422, "validation_error"),
     ("PUT", "/v1/memory/working/p/k", {}, 422, "validation_error"),
     ("GET", "/v1/memory/working/p/missing", None, 404, "not_found"),
@@ -187,7 +260,9 @@ async def test_bad_input_is_a_typed_4xx_and_writes_nothing(
     code: str,
 ) -> None:
     before = await engine.events.count()
-    response = await http.request(method, path, json=body)
+    # Encoded here: JSON escapes (\u0000, \ud800) as a client in any language sends them.
+    content = None if body is None else json.dumps(body).encode()
+    response = await http.request(method, path, content=content, headers=JSON_TYPE)
     assert (response.status_code, response.json()["error"]) == (status, code), response.text
     assert set(response.json()) == {"error", "message", "details"}
     after = await engine.events.count()

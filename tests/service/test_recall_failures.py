@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from engramdb.client import MemoryClient
 from engramdb.core.errors import RecallError
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.openai_embedder import OpenAIEmbedder
+from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.service.app import create_app
 from engramdb.service.settings import LOCAL_TENANT, ServiceSettings
 from tests.helpers.ports import free_port
@@ -90,17 +92,40 @@ async def no_model(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
     await down.aclose()
 
 
-async def test_providers_that_fail_are_named_and_a_total_failure_is_503(
-    no_model: Engine,
-) -> None:
+async def test_a_model_server_that_is_down_leaves_recall_to_full_text(no_model: Engine) -> None:
     app = create_app(ServiceSettings(), engine=no_model)
+    async with MemoryClient("http://service", transport=httpx.ASGITransport(app=app)) as client:
+        body = (await client.request("POST", "/v1/memory/recall", json={"query": "hello"})).json()
+    assert [r["entry"]["key"] for r in body["results"]] == ["k"]
+    assert body["failed_providers"] == []
+
+
+@pytest.fixture
+def failing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The episodic and conversation providers fail at run time (a fault inside the engine,
+    not the caller's query): their searches raise."""
+    search = EventSourcedProvider.search
+
+    async def broken(self: EventSourcedProvider, *args: Any, **kwargs: Any) -> Any:
+        if self.provider_id in ("episodic", "conversation"):
+            raise RuntimeError("the index of this provider is broken")
+        return await search(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventSourcedProvider, "search", broken)
+
+
+async def test_providers_that_fail_are_named_and_a_total_failure_is_503(
+    any_engine: Engine, failing: None
+) -> None:
+    await any_engine.scope(tenant=LOCAL_TENANT).persistent.write("k", "hello world")
+    app = create_app(ServiceSettings(), engine=any_engine)
     async with MemoryClient("http://service", transport=httpx.ASGITransport(app=app)) as client:
         answer = await client.request("POST", "/v1/memory/recall", json={"query": "hello"})
         body = answer.json()
         assert [r["entry"]["key"] for r in body["results"]] == ["k"]
         failed = {f["provider_id"]: f for f in body["failed_providers"]}
         assert {"episodic", "conversation"} <= set(failed)
-        assert {(f["error"], f["cause"]) for f in failed.values()} == {("EmbedderError", "runtime")}
+        assert {(f["error"], f["cause"]) for f in failed.values()} == {("RuntimeError", "runtime")}
         with pytest.warns(engramdb.PartialRecallWarning, match="episodic"):
             assert [r.entry.key for r in await client.recall("hello")] == ["k"]
         only_failing = {"query": "hello", "provider_ids": ["episodic", "conversation"]}
@@ -109,7 +134,7 @@ async def test_providers_that_fail_are_named_and_a_total_failure_is_503(
         assert raised.value.details["status_code"] == 503
         assert [f["cause"] for f in raised.value.details["failures"]] == ["runtime", "runtime"]
     # In process the same: the results of the others, and a warning naming who failed.
-    manager = no_model.scope(tenant=LOCAL_TENANT).manager
+    manager = any_engine.scope(tenant=LOCAL_TENANT).manager
     with pytest.warns(engramdb.PartialRecallWarning, match="conversation"):
         hits = await manager.recall(engramdb.RecallQuery(query="hello"))
     assert [r.entry.key for r in hits] == ["k"]

@@ -120,7 +120,7 @@ def test_reindex_embeds_every_memory_again_with_the_current_model(cli: CliRunner
     assert code == 0
     report = json.loads(out)
     assert report["vectors"] == 2
-    assert report["model"] == "all-MiniLM-L6-v2-onnx-int8-per-token"
+    assert report["model"] == "all-MiniLM-L6-v2-onnx-int8-per-token-exact"
     code, out, _ = run(cli, "--json", "remember", "what dog do I have?")
     assert code == 0
     assert "golden retriever" in out

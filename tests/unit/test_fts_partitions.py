@@ -14,6 +14,7 @@ import engramdb
 from engramdb import EngineConfig, MemoryItem
 from engramdb.core.scope import Scope
 from engramdb.index.search_config import SearchConfig
+from engramdb.storage.migrations import Migration
 from engramdb.storage.sqlite import backend as sqlite_backend
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.schema import MIGRATIONS
@@ -68,13 +69,18 @@ async def test_a_file_from_before_the_token_is_upgraded_in_place(
 ) -> None:
     path = tmp_path / "old.db"
     config = EngineConfig(embedder=None)
-    older = tuple(m for m in MIGRATIONS if m.name < "0005")
+    older = [m for m in MIGRATIONS if m.name < "0005"]
+    # Today's code writes record versions: the old file has the column while it is written,
+    # and loses it before the upgrade, as a file from before had none.
+    versions = next(m for m in MIGRATIONS if m.name == "0007_record_versions")
+    older[-1] = Migration(older[-1].name, (*older[-1].statements, *versions.statements))
     with monkeypatch.context() as patch:
-        patch.setattr(sqlite_backend, "MIGRATIONS", older)
+        patch.setattr(sqlite_backend, "MIGRATIONS", tuple(older))
         async with engramdb.open(path, config=config) as engram:
             mem = engram.scope(tenant="acme", user="alice")
             await mem.episodic.memorize(MemoryItem(text="the lighthouse keeper retired"))
     with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE records DROP COLUMN version")
         assert "part" not in [r[1] for r in conn.execute("PRAGMA table_xinfo(records)")]
     async with engramdb.open(path, config=config) as engram:
         mem = engram.scope(tenant="acme", user="alice")

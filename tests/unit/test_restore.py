@@ -99,7 +99,7 @@ async def test_a_restore_needs_an_empty_database(engine: Engine, tmp_path: Path)
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("not json", "line 2 is not JSON"),
+        ("not json", "line 2 is not valid JSON"),
         ('{"kind": "table"}', "line 2 is neither a record nor an event"),
         ('{"kind": "event", "event_type": ""}', "line 2 is not a valid event"),
     ],

@@ -108,6 +108,7 @@ async def test_migrations_are_recorded_and_a_newer_database_is_refused(tmp_path:
             "0004_forgetting",
             "0005_fts_partitions",
             "0006_part_vectors",
+            "0007_record_versions",
         ]
         conn.execute("INSERT INTO engram_migrations VALUES ('9999_future', 'x')")
     with pytest.raises(MigrationError):

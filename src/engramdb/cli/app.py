@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 import warnings
@@ -73,6 +74,7 @@ class Settings:
     user: str | None
     agent: str | None
     session: str | None
+    files: str | None = None
 
     def target(self) -> str:
         """The database to open (see :func:`engramdb.cli.target.resolve_target`)."""
@@ -102,6 +104,14 @@ def main_options(
     user: Annotated[str | None, typer.Option(envvar="ENGRAM_USER")] = None,
     agent: Annotated[str | None, typer.Option(envvar="ENGRAM_AGENT")] = None,
     session: Annotated[str | None, typer.Option(envvar="ENGRAM_SESSION")] = None,
+    files: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ENGRAM_FILES",
+            help="Folder of the memory files a person can read and edit (one markdown file "
+            "per category: activity, profile, event, …); off unless given.",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -110,7 +120,7 @@ def main_options(
     ] = False,
 ) -> None:
     """Engram: long-term memory for LLM agents."""
-    ctx.obj = Settings(db, as_json, tenant, user, agent, session)
+    ctx.obj = Settings(db, as_json, tenant, user, agent, session, files)
 
 
 def run(
@@ -123,9 +133,11 @@ def run(
     settings = settings_of(ctx, as_json)
 
     async def main() -> T:
+        from engramdb.engine import EngineConfig
         from engramdb.engine import open as open_engine
 
-        async with open_engine(settings.target()) as engine:
+        config = EngineConfig(files=settings.files) if settings.files else None
+        async with open_engine(settings.target(), config=config) as engine:
             memory = engine.scope(
                 tenant=settings.tenant,
                 user=settings.user,
@@ -191,6 +203,8 @@ def parse_meta(pairs: list[str]) -> dict[str, Any]:
             meta[name] = json.loads(raw)
         except json.JSONDecodeError:
             meta[name] = raw
+        except RecursionError:
+            raise ValidationError(f"metadata {name!r} is nested too deep") from None
     return meta
 
 
@@ -211,15 +225,10 @@ def add(
 
     async def work(engine: Engine, memory: ScopedMemory) -> None:
         from engramdb.core.types import MemoryTier
+        from engramdb.core.validation import parse_json
 
-        if json_value:
-            try:
-                parsed: Any = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"VALUE is not valid JSON: {exc.msg}") from exc
-        else:
-            parsed = value
-        if ttl is not None and ttl <= 0:
+        parsed: Any = parse_json(value, what="VALUE") if json_value else value
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
             raise ValidationError("--ttl must be a positive number of seconds")
         ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
         entry = await memory.manager.store(
@@ -316,35 +325,6 @@ def list_entries(
 
 
 @app.command()
-def events(
-    ctx: typer.Context,
-    event_type: Annotated[
-        list[str] | None,
-        typer.Option("--type", "-t", help=f"Only events of this type ({EVENT_TYPES}); repeatable."),
-    ] = None,
-    after: Annotated[int, typer.Option(min=0, help="Only events after this position.")] = 0,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
-    as_json: JsonFlag = False,
-) -> None:
-    """Show the event log (oldest first)."""
-
-    async def work(engine: Engine, memory: ScopedMemory) -> None:
-        from engramdb.storage.backend import EventQuery
-
-        found = await engine.events.read(
-            EventQuery(
-                event_types=tuple(event_type) if event_type else None, after=after, limit=limit
-            )
-        )
-        if ctx.obj.as_json:
-            render.emit_json([e.model_dump(mode="json") for e in found])
-        else:
-            render.table(render.event_table(found))
-
-    run(ctx, work, as_json)
-
-
-@app.command()
 def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Recompute every projection from the event log."""
 
@@ -433,12 +413,14 @@ def sweep(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
+from engramdb.cli.events_command import register as register_events  # noqa: E402
 from engramdb.cli.ingest_command import register as register_ingest  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
 from engramdb.cli.mcp_command import register as register_mcp  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
 
+register_events(app)
 register_eval(app)
 register_memory(app)
 register_serve(app)

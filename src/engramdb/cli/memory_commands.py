@@ -22,18 +22,28 @@ from engramdb.core.errors import UsageError
 if TYPE_CHECKING:
     from engramdb.core.intent import MemoryItem
     from engramdb.engine import Engine, ScopedMemory
-    from engramdb.orchestrator.plugin import StoredMemoryType
+    from engramdb.orchestrator.plugin import MemoryPlugin
     from engramdb.orchestrator.trace import TurnTraced
 
 
-class TypeChoice(StrEnum):
-    """The memory types."""
+def _builtin_type_names() -> list[str]:
+    """The built-in memory types and file categories (cheap: no installed package is read)."""
+    from engramdb.orchestrator.builtin_types import register_builtins
+    from engramdb.orchestrator.memory_types import MemoryTypeRegistry
 
-    working = "working"
-    episodic = "episodic"
-    semantic = "semantic"
-    procedural = "procedural"
-    conversation = "conversation"
+    registry = MemoryTypeRegistry()
+    register_builtins(registry)
+    return registry.names()
+
+
+def _known_type(name: str) -> str:
+    # Installed types are looked up only when a command runs, not for every start-up.
+    from engramdb.orchestrator.memory_types import default_registry
+
+    names = default_registry().names()
+    if name not in names:
+        raise typer.BadParameter(f"{name!r} is not one of {', '.join(names)}")
+    return name
 
 
 class ForgetMode(StrEnum):
@@ -43,12 +53,20 @@ class ForgetMode(StrEnum):
     hard = "hard"
 
 
-TypeOption = Annotated[TypeChoice, typer.Option("--type", "-t", help="Memory type.")]
+TypeOption = Annotated[
+    str,
+    typer.Option(
+        "--type",
+        "-t",
+        metavar="[" + "|".join(_builtin_type_names()) + "|…]",
+        help="Memory type (file categories need --files; installed types are accepted too).",
+        callback=_known_type,
+    ),
+]
 
 
-def _plugin(memory: ScopedMemory, choice: TypeChoice) -> StoredMemoryType:
-    plugin: StoredMemoryType = getattr(memory, choice.value)
-    return plugin
+def _plugin(memory: ScopedMemory, name: str) -> MemoryPlugin:
+    return memory.memory_type(name)
 
 
 def _items_table(items: list[MemoryItem], title: str) -> Table:
@@ -99,7 +117,7 @@ def register(app: typer.Typer) -> None:
     def memorize(
         ctx: typer.Context,
         text: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = "episodic",
         role: Annotated[str | None, typer.Option(help="Who said it (user, assistant).")] = None,
         key: Annotated[
             str | None, typer.Option(help="Semantic key (semantic, procedural).")
@@ -129,7 +147,7 @@ def register(app: typer.Typer) -> None:
     def remember(
         ctx: typer.Context,
         prompt: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = "episodic",
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 10,
         raw: RawFlag = False,
         as_json: JsonFlag = False,
@@ -149,7 +167,7 @@ def register(app: typer.Typer) -> None:
     def forget(
         ctx: typer.Context,
         instruction: str,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = "episodic",
         mode: Annotated[
             ForgetMode, typer.Option(help="soft (hidden, restorable) or hard (removed).")
         ] = ForgetMode.soft,
@@ -174,7 +192,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def summarize(
         ctx: typer.Context,
-        memory_type: TypeOption = TypeChoice.episodic,
+        memory_type: TypeOption = "episodic",
         scope: Annotated[str, typer.Option(help="all, recent, important, by_tag:<tag>.")] = "all",
         tokens: Annotated[int, typer.Option(min=1, help="Token limit.")] = 300,
         raw: RawFlag = False,
@@ -195,8 +213,29 @@ def register(app: typer.Typer) -> None:
         run(ctx, work, as_json)
 
     @app.command()
+    def rescan(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+        """Turn the edits a person made to the scope's memory files into events (--files)."""
+
+        async def work(engine: Engine, memory: ScopedMemory) -> None:
+            if memory.files is None:
+                raise UsageError("rescan needs the memory files: give --files FOLDER")
+            report = await memory.files.rescan()
+            if ctx.obj.as_json:
+                render.emit_json(asdict(report))
+                return
+            for change in ("added", "changed", "removed"):
+                keys = getattr(report, change)
+                render.out.print(f"{change:8} {len(keys)}  {', '.join(keys)}".rstrip())
+            if report.ignored:
+                render.out.print(f"ignored  {', '.join(report.ignored)} (not a category name)")
+
+        run(ctx, work, as_json)
+
+    @app.command()
     def capacity(
-        ctx: typer.Context, memory_type: TypeOption = TypeChoice.episodic, as_json: JsonFlag = False
+        ctx: typer.Context,
+        memory_type: TypeOption = "episodic",
+        as_json: JsonFlag = False,
     ) -> None:
         """Items, tokens, limits and eviction policy of a memory type."""
 

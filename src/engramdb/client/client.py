@@ -8,6 +8,7 @@ answer was lost (a dropped connection, a 503) without writing twice.
 from __future__ import annotations
 
 import asyncio
+import json as json_module
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,12 @@ from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
 from engramdb.client.intent import IntentCalls
-from engramdb.core.errors import NotFoundError, PartialRecallWarning
+from engramdb.core.errors import (
+    InvalidValueError,
+    NotFoundError,
+    PartialRecallWarning,
+    VersionConflictError,
+)
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
 from engramdb.orchestrator.plans import Plan
@@ -115,9 +121,12 @@ class MemoryClient(IntentCalls):
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        expected_version: int | None = None,
+        if_absent: bool = False,
     ) -> httpx.Response:
         """Send one request and return the successful answer, retrying lost writes under one
-        idempotency key (a fresh one unless given).
+        idempotency key (a fresh one unless given); ``expected_version`` is sent as
+        ``If-Match``, ``if_absent`` as ``If-None-Match: *``.
 
         Raises:
             EngramError: the typed error of an error answer.
@@ -126,11 +135,18 @@ class MemoryClient(IntentCalls):
         headers = {}
         if method in ("POST", "PUT", "PATCH", "DELETE"):
             headers["Idempotency-Key"] = idempotency_key or uuid.uuid4().hex
+        if expected_version is not None:
+            headers["If-Match"] = f'"{expected_version}"'
+        if if_absent:
+            headers["If-None-Match"] = "*"
         query = {k: v for k, v in (params or {}).items() if v is not None}
+        content = None if json is None else _body(json)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
         for attempt in range(self.retries + 1):
             try:
                 response = await self._http.request(
-                    method, path, json=json, params=query, headers=headers
+                    method, path, content=content, params=query, headers=headers
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:
@@ -195,13 +211,19 @@ class MemoryClient(IntentCalls):
     # -- formation ---------------------------------------------------------------------------
 
     async def ingest(
-        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        strict: bool = False,
     ) -> IngestOut:
         """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
         ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
         of themself becomes profile facts, events, activities and graph facts; the answer
-        counts what changed per category."""
-        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        counts what changed per category. With ``strict``, a failing chat model is an error
+        (``LLMError``) instead of a fallback to the rules."""
+        body = given(user_id=user_id, strict=strict or None)
+        body |= {"messages": [given(**m) for m in messages]}
         return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------
@@ -294,10 +316,27 @@ class MemoryClient(IntentCalls):
 
     # -- working memory ----------------------------------------------------------------------
 
-    async def set_plan_state(self, plan_id: str, key: str, value: Any) -> StateOut:
-        """Set ``key`` of the plan's shared state."""
+    async def set_plan_state(
+        self,
+        plan_id: str,
+        key: str,
+        value: Any,
+        *,
+        expected_version: int | None = None,
+        if_absent: bool = False,
+    ) -> StateOut:
+        """Set ``key`` of the plan's shared state; with ``expected_version``, only over that
+        version (``VersionConflictError``); with ``if_absent``, only if unset
+        (``ConflictError``)."""
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return await self._call(StateOut, "PUT", path, json={"value": value})
+        return await self._call(
+            StateOut,
+            "PUT",
+            path,
+            json={"value": value},
+            expected_version=expected_version,
+            if_absent=if_absent,
+        )
 
     async def get_plan_state(self, plan_id: str, key: str) -> StateOut:
         """``key`` of the plan's shared state. Raises ``NotFoundError`` if unset."""
@@ -309,15 +348,18 @@ class MemoryClient(IntentCalls):
         """Every key of the plan's shared state."""
         return (await self._call(PlanState, "GET", f"/v1/memory/working/{segment(plan_id)}")).state
 
-    async def delete_plan_state(self, plan_id: str, key: str | None = None) -> int:
+    async def delete_plan_state(
+        self, plan_id: str, key: str | None = None, *, expected_version: int | None = None
+    ) -> int:
         """Delete ``key`` of the plan's state (or, without ``key``, all of it); returns how
-        many keys went."""
+        many keys went. With ``expected_version``, only that version of ``key``."""
         if key is None:
             return (
                 await self._call(Cleared, "DELETE", f"/v1/memory/working/{segment(plan_id)}")
             ).deleted
         path = f"/v1/memory/working/{segment(plan_id)}/{segment(key)}"
-        return int((await self._call(Deleted, "DELETE", path)).deleted)
+        answer = await self._call(Deleted, "DELETE", path, expected_version=expected_version)
+        return int(answer.deleted)
 
     # -- task context ------------------------------------------------------------------------
 
@@ -350,10 +392,15 @@ class MemoryClient(IntentCalls):
         """The task context ``task_id``. Raises ``NotFoundError``."""
         return await self._call(TaskContext, "GET", f"/v1/memory/task-context/{segment(task_id)}")
 
-    async def update_task_context(self, task_id: str, **changes: Any) -> TaskContext:
-        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context."""
+    async def update_task_context(
+        self, task_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> TaskContext:
+        """Replace the given fields (``sub_tasks``, ``state``, ``data``, …) of a task context;
+        with ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/task-context/{segment(task_id)}"
-        return await self._call(TaskContext, "PUT", path, json=changes)
+        return await self._call(
+            TaskContext, "PUT", path, json=changes, expected_version=expected_version
+        )
 
     async def get_task_by_subtask(self, subtask_id: str) -> TaskContext:
         """The task context listing ``subtask_id``. Raises ``NotFoundError``."""
@@ -368,11 +415,20 @@ class MemoryClient(IntentCalls):
             return None
 
     async def add_sub_task(self, task_id: str, subtask_id: str) -> TaskContext:
-        """Add ``subtask_id`` to a task context's sub-tasks (once)."""
-        task = await self.get_task_context(task_id)
-        if subtask_id in task.sub_tasks:
-            return task
-        return await self.update_task_context(task_id, sub_tasks=[*task.sub_tasks, subtask_id])
+        """Add ``subtask_id`` to a task context's sub-tasks (once); a concurrent change of the
+        list is read again, never overwritten."""
+        while True:
+            task = await self.get_task_context(task_id)
+            if subtask_id in task.sub_tasks:
+                return task
+            try:
+                return await self.update_task_context(
+                    task_id,
+                    expected_version=task.version,
+                    sub_tasks=[*task.sub_tasks, subtask_id],
+                )
+            except VersionConflictError:
+                continue
 
     async def list_task_contexts(
         self, *, plan_id: str | None = None, limit: int = 50, offset: int = 0
@@ -381,9 +437,13 @@ class MemoryClient(IntentCalls):
         params = {"plan_id": plan_id, "limit": limit, "offset": offset}
         return await self._call(Page[TaskContext], "GET", "/v1/memory/task-context", params=params)
 
-    async def delete_task_context(self, task_id: str) -> None:
-        """Delete a task context. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/task-context/{segment(task_id)}")
+    async def delete_task_context(
+        self, task_id: str, *, expected_version: int | None = None
+    ) -> None:
+        """Delete a task context (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/task-context/{segment(task_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- plans -------------------------------------------------------------------------------
 
@@ -413,13 +473,19 @@ class MemoryClient(IntentCalls):
         """The plan ``plan_id``. Raises ``NotFoundError``."""
         return await self._call(Plan, "GET", f"/v1/memory/plans/{segment(plan_id)}")
 
-    async def update_plan(self, plan_id: str, **changes: Any) -> Plan:
-        """Replace the given fields (``status``, ``state``, …) of a plan."""
-        return await self._call(Plan, "PUT", f"/v1/memory/plans/{segment(plan_id)}", json=changes)
+    async def update_plan(
+        self, plan_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Plan:
+        """Replace the given fields (``status``, ``state``, …) of a plan; with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        return await self._call(Plan, "PUT", path, json=changes, expected_version=expected_version)
 
-    async def delete_plan(self, plan_id: str) -> None:
-        """Delete a plan. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/plans/{segment(plan_id)}")
+    async def delete_plan(self, plan_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a plan (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/plans/{segment(plan_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -445,14 +511,21 @@ class MemoryClient(IntentCalls):
         """The session ``session_id``. Raises ``NotFoundError``."""
         return await self._call(Session, "GET", f"/v1/memory/sessions/{segment(session_id)}")
 
-    async def update_session(self, session_id: str, **changes: Any) -> Session:
-        """Replace the given fields of a session (and mark it used now)."""
+    async def update_session(
+        self, session_id: str, *, expected_version: int | None = None, **changes: Any
+    ) -> Session:
+        """Replace the given fields of a session (and mark it used now); with
+        ``expected_version``, only over that version (``VersionConflictError``)."""
         path = f"/v1/memory/sessions/{segment(session_id)}"
-        return await self._call(Session, "PUT", path, json=changes)
+        return await self._call(
+            Session, "PUT", path, json=changes, expected_version=expected_version
+        )
 
-    async def delete_session(self, session_id: str) -> None:
-        """Delete a session. Raises ``NotFoundError``."""
-        await self.request("DELETE", f"/v1/memory/sessions/{segment(session_id)}")
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None) -> None:
+        """Delete a session (only version ``expected_version``, if given). Raises
+        ``NotFoundError``, ``VersionConflictError``."""
+        path = f"/v1/memory/sessions/{segment(session_id)}"
+        await self.request("DELETE", path, expected_version=expected_version)
 
     # -- entries, recall, events -------------------------------------------------------------
 
@@ -464,11 +537,15 @@ class MemoryClient(IntentCalls):
         content_type: str = "fact",
         metadata: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
+        expected_version: int | None = None,
     ) -> MemoryEntry:
-        """Store ``value`` under ``key`` in persistent memory."""
+        """Store ``value`` under ``key`` in persistent memory; with ``expected_version``, only
+        over that version of the entry (``VersionConflictError``, ``NotFoundError``)."""
         body = given(key=key, value=value, metadata=metadata, ttl_ms=ttl_ms)
         body["content_type"] = content_type
-        return await self._call(MemoryEntry, "POST", "/v1/memory/entries", json=body)
+        return await self._call(
+            MemoryEntry, "POST", "/v1/memory/entries", json=body, expected_version=expected_version
+        )
 
     async def read(self, key: str, *, raw: bool = False) -> MemoryEntry | None:
         """The entry under ``key``, or ``None``."""
@@ -485,10 +562,12 @@ class MemoryClient(IntentCalls):
         params = {"prefix": prefix, "limit": limit, "offset": offset, **raw_param(raw)}
         return await self._call(Page[MemoryEntry], "GET", "/v1/memory/entries", params=params)
 
-    async def delete(self, key: str) -> bool:
-        """Delete the entry under ``key``; ``False`` if there was none."""
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Delete the entry under ``key``; ``False`` if there was none. With
+        ``expected_version``, only that version (``VersionConflictError``)."""
+        path = f"/v1/memory/entries/{segment(key)}"
         try:
-            await self.request("DELETE", f"/v1/memory/entries/{segment(key)}")
+            await self.request("DELETE", path, expected_version=expected_version)
         except NotFoundError:
             return False
         return True
@@ -537,3 +616,14 @@ class MemoryClient(IntentCalls):
         """Events of the caller's tenant (or user) in log order after position ``after``."""
         params = {"after": after, "limit": limit, "event_type": event_types}
         return await self._call(EventPage, "GET", "/v1/events", params=params)
+
+
+def _body(data: Any) -> bytes:
+    """``data`` as a JSON body, or the ``InvalidValueError`` the service would answer: ASCII
+    escapes carry a lone surrogate to the service to be refused there, as in any language."""
+    try:
+        return json_module.dumps(data, allow_nan=False, separators=(",", ":")).encode()
+    except RecursionError:
+        raise InvalidValueError("the request body is nested too deep", field="body") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"the request body is not JSON: {exc}", field="body") from exc

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engramdb.client.client import MemoryClient
-from engramdb.core.errors import NotFoundError
+from engramdb.core.errors import ConflictError, NotFoundError
 
 #: The state key holding the action history.
 ACTIONS_KEY = "_actions"
@@ -15,8 +15,9 @@ ACTIONS_KEY = "_actions"
 class WorkflowState:
     """The state of plan ``plan_id`` through ``client``.
 
-    The action history is one state key rewritten on each ``record_action``: two agents
-    recording at the same moment may lose one of the two entries.
+    The action history is one state key rewritten on each ``record_action``, only over the
+    version it read: of two agents recording at the same moment, one reads again and appends
+    to what the other wrote, so no entry is lost.
 
     Example::
 
@@ -43,8 +44,23 @@ class WorkflowState:
 
     async def record_action(self, action: str) -> None:
         """Append ``action`` to the plan's action history."""
-        history = await self.get_action_history()
-        await self.set(ACTIONS_KEY, [*history, action])
+        while True:
+            try:
+                read = await self.client.get_plan_state(self.plan_id, ACTIONS_KEY)
+            except NotFoundError:
+                read = None
+            history = read.value if read is not None and isinstance(read.value, list) else []
+            try:
+                await self.client.set_plan_state(
+                    self.plan_id,
+                    ACTIONS_KEY,
+                    [*history, action],
+                    expected_version=None if read is None else read.version,
+                    if_absent=read is None,
+                )
+                return
+            except (ConflictError, NotFoundError):
+                continue  # another agent wrote (or deleted) the history meanwhile
 
     async def get_action_history(self) -> list[str]:
         """The actions recorded on the plan, oldest first."""

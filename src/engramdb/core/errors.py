@@ -9,9 +9,13 @@ Every error Engram raises on purpose is an ``EngramError``. The tree splits by w
     │   │   ├── InvalidValueError
     │   │   ├── ValueTooLargeError
     │   │   ├── InvalidScopeError
+    │   │   ├── InvalidPatternError a user pattern too long or outside the linear-time syntax
+    │   │   ├── UnsafePathError     a name would leave the memory-file folder
+    │   │   ├── MemoryFileError     a hand-edited memory file cannot be read
     │   │   └── RecallQueryError    every provider a recall asked refused its query
     │   ├── NotFoundError           the named resource does not exist
     │   ├── ConflictError           the write collides with what is stored or in flight
+    │   │   └── VersionConflictError    the record is no longer the version the caller read
     │   ├── AuthenticationError     no credentials, or credentials that do not verify
     │   ├── PermissionDeniedError   valid credentials without the right to this request
     │   ├── ProviderNotFoundError
@@ -107,6 +111,27 @@ class InvalidScopeError(ValidationError):
     code = "invalid_scope"
 
 
+class InvalidPatternError(ValidationError):
+    """A user-supplied regular expression is longer than allowed, does not compile, or needs
+    what a linear-time engine cannot do (backreferences, lookaround). ``details``: ``pattern``
+    and ``reason``."""
+
+    code = "invalid_pattern"
+
+
+class UnsafePathError(ValidationError):
+    """A key, category or scope name would lead a memory file out of its folder (``..``, a
+    separator, an absolute path, a control, format or bidi character, a symlink)."""
+
+    code = "unsafe_path"
+
+
+class MemoryFileError(ValidationError):
+    """A memory file edited by hand cannot be read back (``details``: path and line)."""
+
+    code = "invalid_memory_file"
+
+
 class RecallQueryError(ValidationError):
     """Every provider a recall asked refused the query itself (a filter none can evaluate):
     asking again unchanged fails the same way. ``details["failures"]`` names each provider
@@ -128,6 +153,16 @@ class ConflictError(UsageError):
     """The write collides with stored state (the id is taken) or with a request in flight."""
 
     code = "conflict"
+
+
+class VersionConflictError(ConflictError):
+    """The caller's expected version of a record is not the stored one: someone else wrote
+    it since the caller read it. Nothing was written; read it again and retry.
+
+    ``details``: ``key`` (and ``resource``/``id`` for resources), ``expected`` and ``current``.
+    """
+
+    code = "version_conflict"
 
 
 class AuthenticationError(UsageError):

@@ -19,6 +19,7 @@ from pydantic import ConfigDict, field_validator
 
 from engramdb.core.errors import InvalidScopeError
 from engramdb.core.model import EngramModel
+from engramdb.core.validation import check_text
 
 Level = Literal["tenant", "user", "agent", "session", "plan"]
 LEVELS: tuple[Level, ...] = get_args(Level)
@@ -44,7 +45,7 @@ def _check_field(name: str, value: str | None) -> str | None:
             f"whitespace, got {value!r}",
             field=name,
         )
-    return value
+    return check_text(value, what=f"scope {name}", error=InvalidScopeError)
 
 
 class Scope(EngramModel):

@@ -67,6 +67,8 @@ class MemoryEntry(EngramModel):
 
     ``value`` is any JSON-representable value and comes back exactly as stored. ``scope`` is the
     partition the entry lives in; ``expires_at`` is derived from ``ttl_ms`` at write time.
+    ``version`` counts the writes of a stored entry (1 when new; ``None`` where the provider
+    keeps no versions): pass it back as ``expected_version`` to write only over what was read.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -81,6 +83,7 @@ class MemoryEntry(EngramModel):
     expires_at: datetime | None = None
     provider_id: str | None = None
     scope: Scope | None = None
+    version: int | None = None
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether the entry's TTL has run out at ``now`` (default: the current time)."""

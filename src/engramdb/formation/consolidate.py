@@ -16,6 +16,10 @@ Keys are the match for profile facts (``user.city``); events and activities, who
 made from their words, also match a stored key of the same prefix sharing most of its words
 ("learning portuguese" and "learning portuguese again"). Every written version carries the
 item's value, category, rule and source turns in its metadata, and its validity.
+
+An inferred item (theory of mind) is written with ``inferred: true``, its ``confidence`` and
+``standing: inferred``; it never replaces a stated one: against a stated fact under its key it
+is ``unchanged``, whatever its value.
 """
 
 from __future__ import annotations
@@ -70,6 +74,10 @@ class Consolidator:
             return Outcome(item, "added", key)
         stored = record_item(record)
         value = str(stored.metadata.get("value", stored.text))
+        if item.inferred and stored.metadata.get("standing", "stated") == "stated":
+            return Outcome(
+                item, "unchanged", key, value, "an inference never replaces a stated fact"
+            )
         same = _norm(value) == _norm(item.value)
         began = stored.valid_from or stored.occurred_at
         if item.operation == "end":
@@ -130,7 +138,8 @@ class Consolidator:
             "category": item.category,
             "rule": item.pattern,
             "sources": list(item.sources),
-            "standing": "stated",
+            "standing": "inferred" if item.inferred else "stated",
+            **({"inferred": True, "confidence": item.confidence} if item.inferred else {}),
             **marks,
         }
         if item.starts is not None and item.ends is not None:

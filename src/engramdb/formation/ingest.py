@@ -78,11 +78,14 @@ class IngestReport:
     Attributes:
         turns: messages read; ``episodes``: stored as episodes.
         extractor: which extractor read them.
-        categories: outcome counts per category (``profile``, ``event``, ``activity``); an
+        categories: outcome counts per category (``profile``, ``event``, ``activity``, ``mind``); an
             update or an end also counts the old version as ``superseded``.
         outcomes: every item with its decision, key and source turns.
         entities / relations: graph writes.
-        notes: why nothing was extracted, and anything else worth saying.
+        notes: why nothing was extracted, why a chat model's extraction fell back to the
+            rules, and anything else worth saying.
+        theory_of_mind: what the extractor gives of the user's goals, beliefs, preferences
+            and intentions (stated only, without a model; inferred too, with one).
     """
 
     turns: int = 0
@@ -96,6 +99,7 @@ class IngestReport:
     relations: int = 0
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    theory_of_mind: str = ""
 
     @property
     def extracted(self) -> int:
@@ -121,6 +125,7 @@ class IngestReport:
             "entities": self.entities,
             "relations": self.relations,
             "notes": self.notes,
+            "theory_of_mind": self.theory_of_mind,
             "seconds": round(self.seconds, 3),
             "items": [
                 {
@@ -132,6 +137,11 @@ class IngestReport:
                     "previous": o.previous,
                     "sources": list(o.item.sources),
                     "rule": o.item.pattern,
+                    **(
+                        {"inferred": True, "confidence": o.item.confidence}
+                        if o.item.inferred
+                        else {}
+                    ),
                     **({"note": o.note} if o.note else {}),
                 }
                 for o in self.outcomes
@@ -219,6 +229,8 @@ async def ingest(
     extraction = await chosen.extract(turns, subject=subject)
     step("extract", len(turns))
     report.notes += extraction.notes
+    report.extractor = extraction.extractor or chosen.name
+    report.theory_of_mind = extraction.mind
     consolidator = Consolidator(semantic)
     if totals is not None:
         totals("form", len(extraction.items))

@@ -18,9 +18,12 @@ says 128, which is overridden here), mean pooling over the attention mask, L2 no
 Two precisions of the same weights (``precision``):
 
 * ``"int8"`` (the default): the matrix products run on int8, each token's activations
-  quantized as they go (``index/int8_matmul.py``). About twice the texts per second of
-  ``float32`` on one thread; vectors within cosine ~0.998 of it (median). Needs the ``onnx``
-  package to rewrite the graph.
+  quantized as they go, with integer sums that are exact on every x86-64 CPU (VNNI's fast
+  kernel where the CPU has it, a widening one where it does not: ``index/int8_matmul.py``), so
+  a text gets the same vector on every machine. About twice the texts per second of
+  ``float32`` on one thread with VNNI (the widening kernel: about ``float32``'s speed there);
+  against it, cosine 0.998 on average and 0.978 at worst (a one-word text) over 300 varied
+  texts. Needs the ``onnx`` package to rewrite the graph.
 * ``"float32"``: the weights are dequantized once at load and every product is float32.
   Checked by hand against a float32 reference forward pass of the original weights: cosine
   similarity 0.998-0.9997 per text, including one cut at 256 tokens.
@@ -49,7 +52,7 @@ import numpy.typing as npt
 from engramdb.core.errors import EmbedderError, ModelIntegrityError
 from engramdb.index.blas import one_blas_thread
 from engramdb.index.embedder import FloatArray, check_texts, empty_matrix, l2_normalize
-from engramdb.index.int8_matmul import int8_matmuls
+from engramdb.index.int8_matmul import Kernel, fastest_exact_kernel, int8_matmuls
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -78,8 +81,10 @@ MAX_POSITIONS = 512
 # cares; long texts lose at larger batches because the activations stop fitting in cache.
 DEFAULT_BATCH_SIZE = 8
 BASE_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-#: ``model_id`` suffix of the int8 precision (activations quantized per token).
-INT8_SUFFIX = "-per-token"
+#: ``model_id`` suffix of the int8 precision: activations quantized per token, integer sums
+#: exact. ``-per-token`` alone named the vectors of the first version, whose sums saturated on
+#: CPUs without VNNI; its stored vectors are stale, to be embedded again.
+INT8_SUFFIX = "-per-token-exact"
 #: Matrix products of the model: 6 layers of query, key, value, output and two feed-forward.
 MODEL_MATMULS = 36
 
@@ -118,6 +123,9 @@ class MiniLMEmbedder:
             must still be that exact file (same sha256).
         tokenizer_path: use this ``tokenizer.json`` instead of the carried one; same rule.
         precision: ``"int8"`` matrix products (default) or ``"float32"`` (module docstring).
+        int8_kernel: ``"u8s8"`` or ``"u8u8"`` integer products; by default the faster one
+            that is exact on this CPU. Either gives the same vectors; ``"u8s8"`` is refused at
+            load where it is not exact.
 
     Raises:
         ValueError: a setting is out of range.
@@ -132,6 +140,7 @@ class MiniLMEmbedder:
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
         precision: Precision = "int8",
+        int8_kernel: Kernel | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -141,6 +150,9 @@ class MiniLMEmbedder:
             raise ValueError(f"max_seq_length must be between 2 and {MAX_POSITIONS}")
         if precision not in ("int8", "float32"):
             raise ValueError("precision must be 'int8' or 'float32'")
+        if int8_kernel not in (None, "u8s8", "u8u8"):
+            raise ValueError("int8_kernel must be 'u8s8', 'u8u8' or None")
+        self._int8_kernel = int8_kernel
         self._precision: Precision = precision
         self._batch_size = batch_size
         self._threads = threads
@@ -153,8 +165,9 @@ class MiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``all-MiniLM-L6-v2-onnx-int8``, then ``-per-token`` in ``int8`` precision and
-        ``-seqN`` when ``max_seq_length`` is not 256: each changes the vectors.
+        """``all-MiniLM-L6-v2-onnx-int8``, then ``-per-token-exact`` in ``int8`` precision and
+        ``-seqN`` when ``max_seq_length`` is not 256: each changes the vectors (the int8
+        kernel does not).
         """
         name = BASE_MODEL_ID + (INT8_SUFFIX if self._precision == "int8" else "")
         if self._max_seq_length == DEFAULT_MAX_SEQ_LENGTH:
@@ -165,6 +178,12 @@ class MiniLMEmbedder:
     def precision(self) -> Precision:
         """``"int8"`` or ``"float32"`` matrix products."""
         return self._precision
+
+    @property
+    def int8_kernel(self) -> Kernel | None:
+        """The integer kernel of the ``int8`` precision: the one asked for, else (once loaded)
+        the one chosen for this CPU; ``None`` in ``float32`` or before that choice."""
+        return self._int8_kernel if self._precision == "int8" else None
 
     @property
     def dimensions(self) -> int:
@@ -265,7 +284,8 @@ class MiniLMEmbedder:
         model_bytes = read_verified(self._model_path or _packaged_model(), MODEL_SHA256)
         if self._precision == "int8":
             _import("onnx")
-            rewritten = int8_matmuls(model_bytes)
+            kernel = self._exact_kernel()
+            rewritten = int8_matmuls(model_bytes, kernel)
             if rewritten.int8_matmuls != MODEL_MATMULS:
                 raise EmbedderError(
                     f"{MODEL_FILE} has {rewritten.int8_matmuls} int8 matrix products where "
@@ -273,6 +293,7 @@ class MiniLMEmbedder:
                     model_id=self.model_id,
                 )
             model_bytes = rewritten.model
+            self._int8_kernel = kernel
         tokenizer_bytes = read_verified(
             self._tokenizer_path or _carried_tokenizer(), TOKENIZER_SHA256
         )
@@ -299,6 +320,16 @@ class MiniLMEmbedder:
                 f"onnxruntime could not load {MODEL_FILE}: {exc}", model_id=self.model_id
             ) from exc
         return _Runtime(tokenizer=tokenizer, session=session)
+
+    def _exact_kernel(self) -> Kernel:
+        fastest = fastest_exact_kernel()
+        if self._int8_kernel == "u8s8" and fastest != "u8s8":
+            raise EmbedderError(
+                "the u8s8 int8 kernel saturates on this CPU (no VNNI); use int8_kernel='u8u8' "
+                "or leave it unset",
+                model_id=self.model_id,
+            )
+        return self._int8_kernel or fastest
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         runtime = self._ensure_loaded()

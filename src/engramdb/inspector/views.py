@@ -144,14 +144,12 @@ def _hits_table(hits: list[MemoryItem]) -> str:
 
 async def _recall(engine: Engine, scope: Scope, query: str) -> str:
     memory = engine.scope(**set_levels(scope))
+    # Every registered type this engine offers (working memory is the plan's state, shown
+    # with the records).
     found = [
-        section(f"Recall: {name}", _hits_table(await kind.remember(query, limit=10)))
-        for name, kind in (
-            ("episodic", memory.episodic),
-            ("semantic", memory.semantic),
-            ("procedural", memory.procedural),
-            ("conversation", memory.conversation),
-        )
+        section(f"Recall: {kind.name}", _hits_table(await plugin.remember(query, limit=10)))
+        for kind in engine.memory_types
+        if kind.name != "working" and (plugin := memory.offered(kind.name)) is not None
     ]
     return "".join(found)
 

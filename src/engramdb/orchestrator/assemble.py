@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -114,6 +114,7 @@ async def assemble(
     *,
     scope: Scope,
     events: EventStore | None = None,
+    headings: Mapping[str, str] | None = None,
 ) -> AssembledContext:
     """Gather, redact, pack and trace the context for ``prompt``.
 
@@ -124,6 +125,8 @@ async def assemble(
         redaction: applied to every item before it is counted or returned.
         scope: the scope the trace is recorded in.
         events: where the trace is appended (not recorded when ``None``).
+        headings: section titles by type, over ``HEADINGS`` (a type in neither is titled
+            by its name).
     """
     manager = BudgetManager(budget)
     redacted_prompt = redaction.redact(prompt)
@@ -144,7 +147,8 @@ async def assemble(
             candidates.setdefault(name, []).append(_Candidate(name, safe, line, manager.cost(line)))
     present = [name for name in HEADINGS if candidates.get(name)]
     present += [name for name in candidates if name not in HEADINGS]
-    headers = {name: f"## {HEADINGS.get(name, name.title())}" for name in present}
+    titles = {**HEADINGS, **(headings or {})}
+    headers = {name: f"## {titles.get(name, name.title())}" for name in present}
     # Headers are paid for up front so packing can never push the total over the limit.
     reserved = sum(manager.cost(h) for h in headers.values())
     allotments = manager.allotments(present, reserved)

@@ -60,7 +60,10 @@ _VALIDITY = ("valid_from", "valid_to")
 class MemoryPlugin(Protocol):
     """The intent interface of a memory type."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The memory type's name (a class attribute of the built-in types)."""
+        ...
 
     async def memorize(self, item: MemoryItem) -> MemorizeResult:
         """Store ``item`` the way this type stores things."""

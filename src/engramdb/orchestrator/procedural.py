@@ -18,8 +18,9 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar
 
-from engramdb.core.errors import ValidationError
+from engramdb.core.errors import InvalidPatternError, ValidationError
 from engramdb.core.intent import MemorizeResult, MemoryItem
+from engramdb.core.patterns import compile_pattern, pattern_search
 from engramdb.orchestrator.plugin import StoredMemoryType, importance, record_item, require_item
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.records import Record
@@ -44,12 +45,10 @@ PROCEDURAL_SPEC = ProjectionSpec(
 
 
 def check_trigger(trigger: str) -> str:
-    """``trigger`` if well formed (a ``regex:`` must compile), else a ``ValidationError``."""
+    """``trigger`` if well formed, else a ``ValidationError``: a ``regex:`` must be one the
+    linear-time engine runs (``InvalidPatternError`` otherwise, see ``core.patterns``)."""
     if trigger.startswith("regex:"):
-        try:
-            re.compile(trigger[len("regex:") :])
-        except re.error as exc:
-            raise ValidationError(f"trigger regex does not compile: {exc}") from exc
+        compile_pattern(trigger[len("regex:") :])
     return trigger
 
 
@@ -65,7 +64,10 @@ def fires(trigger: str, prompt: str, present: set[str] | None = None) -> bool:
             present = set(re.findall(r"\w+", prompt.lower()))
         return bool(words & present) or any(" " in w and w in prompt.lower() for w in words)
     if trigger.startswith("regex:"):
-        return re.search(trigger[len("regex:") :], prompt, re.IGNORECASE) is not None
+        try:
+            return pattern_search(trigger[len("regex:") :], prompt)
+        except InvalidPatternError:
+            return False  # stored before such patterns were refused: it never fires
     return False
 
 

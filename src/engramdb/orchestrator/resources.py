@@ -6,9 +6,15 @@ stored with its ``memory.written`` / ``memory.deleted`` event in one transaction
 records are rebuilt from the log like every memory. The fields a list filters by (user,
 status, plan) are copied into the record's metadata, where both backends filter in SQL.
 
-Ids are unique per tenant (the service spec's ``UNIQUE(tenant_id, task_id)``). A create
-checks the id is free before writing; two concurrent creates of one id may both pass the
-check, and the later write wins.
+Ids are unique per tenant (the service spec's ``UNIQUE(tenant_id, task_id)``): a create
+fails with ``ConflictError`` when the id is taken, decided in the write's transaction.
+
+Every resource carries its ``version`` (1 when created, one more with each update). An update
+merges its changes into the stored resource inside the write's transaction, so concurrent
+updates of different fields all survive; a caller that passes ``expected_version`` writes only
+over the version it read (``VersionConflictError`` otherwise). An update or delete of a
+resource that is not there (never was, or was deleted) is a ``NotFoundError``: nothing
+brings a deleted resource back but a create.
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
-from engramdb.core.errors import ConflictError, NotFoundError, ValidationError
+from engramdb.core.errors import (
+    ConflictError,
+    NotFoundError,
+    ValidationError,
+    VersionConflictError,
+)
 from engramdb.core.model import EngramModel
 from engramdb.core.scope import Level
 from engramdb.core.types import utc_now
-from engramdb.core.validation import validate_key
+from engramdb.core.validation import model_value, validate_key
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
 from engramdb.storage.records import Record, RecordQuery
@@ -35,10 +46,15 @@ MAX_OFFSET = 1_000_000_000
 
 
 class Resource(EngramModel):
-    """Base of the stored resources: the times the store sets."""
+    """Base of the stored resources: the times and the version the store sets."""
 
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    version: int | None = None
+
+
+#: The fields the store sets, never a caller.
+STORE_FIELDS = frozenset({"created_at", "updated_at", "version"})
 
 
 M = TypeVar("M", bound=Resource)
@@ -81,11 +97,15 @@ class ResourceStore(Generic[M]):
         self.model = model
 
     def from_record(self, record: Record) -> M:
-        """The resource a stored record holds, with the times the store set."""
-        value = dict(record.value) if isinstance(record.value, dict) else {}
-        value["created_at"] = record.created_at
-        value["updated_at"] = record.updated_at or record.created_at
-        return self.model.model_validate(value)
+        """The resource a stored record holds, with the times and version the store set."""
+        return self._stored(record.value, record.created_at, record.updated_at, record.version)
+
+    def _stored(
+        self, value: Any, created: datetime, updated: datetime | None, version: int | None
+    ) -> M:
+        fields = dict(value) if isinstance(value, dict) else {}
+        fields.update(created_at=created, updated_at=updated or created, version=version)
+        return self.model.model_validate(fields)
 
     def _missing(self, resource_id: str) -> NotFoundError:
         return NotFoundError(
@@ -110,15 +130,31 @@ class ResourceStore(Generic[M]):
             raise self._missing(resource_id)
         return found
 
-    async def _write(self, item: M, *, create: bool = False) -> M:
-        resource_id = str(getattr(item, self.id_field))
-        value = item.model_dump(mode="json", exclude={"created_at", "updated_at"})
+    def _request(self, item: M, *, create: bool = False) -> WriteRequest:
+        value = model_value(item, what=self.resource, exclude=set(STORE_FIELDS))
         metadata = {name: value[name] for name in self.indexed if value.get(name) is not None}
-        (entry,) = await self.provider.write_many(
-            [WriteRequest(resource_id, value, self.content_type, metadata, create=create)]
-        )
+        resource_id = str(getattr(item, self.id_field))
+        return WriteRequest(resource_id, value, self.content_type, metadata, create=create)
+
+    async def _write(self, item: M, *, create: bool = False) -> M:
+        (entry,) = await self.provider.write_many([self._request(item, create=create)])
         return item.model_copy(
-            update={"created_at": entry.created_at, "updated_at": entry.updated_at or utc_now()}
+            update={
+                "created_at": entry.created_at,
+                "updated_at": entry.updated_at or utc_now(),
+                "version": entry.version,
+            }
+        )
+
+    def _conflict(self, resource_id: str, exc: VersionConflictError) -> VersionConflictError:
+        expected, current = exc.details.get("expected"), exc.details.get("current")
+        return VersionConflictError(
+            f"{self.resource} {resource_id!r} is at version {current}, not {expected}: "
+            "it changed since it was read; read it again and retry",
+            resource=self.resource,
+            id=resource_id,
+            expected=expected,
+            current=current,
         )
 
     async def create(self, item: M) -> M:
@@ -140,32 +176,62 @@ class ResourceStore(Generic[M]):
             ) from exc
         return stored.model_copy(update={"updated_at": stored.created_at})
 
-    async def update(self, resource_id: str, changes: Mapping[str, Any]) -> M:
-        """Replace the given fields of resource ``resource_id`` (others are kept).
+    async def update(
+        self,
+        resource_id: str,
+        changes: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> M:
+        """Replace the given fields of resource ``resource_id`` (others are kept), merged into
+        the stored resource inside the write's transaction.
 
         Raises:
-            NotFoundError: there is none.
+            NotFoundError: there is none (an update never recreates a deleted resource).
+            VersionConflictError: ``expected_version`` is given and the resource is at another.
             ValidationError: a change names the id or an unknown field, or has a bad value.
         """
-        current = await self.get(resource_id)
-        unknown = set(changes) - (set(self.model.model_fields) - {"created_at", "updated_at"})
+        validate_key(resource_id)
+        unknown = set(changes) - (set(self.model.model_fields) - STORE_FIELDS)
         if unknown or self.id_field in changes:
             raise ValidationError(
                 f"cannot change {sorted(unknown | ({self.id_field} & set(changes)))} "
                 f"of a {self.resource}",
                 fields=sorted(unknown),
             )
-        # EngramModel turns a bad value into ValidationError.
-        merged = self.model.model_validate({**current.model_dump(), **changes})
-        return await self._write(merged)
+        changed = dict(changes)
 
-    async def delete(self, resource_id: str) -> None:
+        def merge(record: Record) -> WriteRequest:
+            current = self.from_record(record).model_dump(exclude=set(STORE_FIELDS))
+            # EngramModel turns a bad value into ValidationError (and the write is dropped).
+            return self._request(self.model.model_validate({**current, **changed}))
+
+        try:
+            entry = await self.provider.update(
+                resource_id, merge, expected_version=expected_version
+            )
+        except VersionConflictError as exc:
+            raise self._conflict(resource_id, exc) from exc
+        except NotFoundError as exc:
+            raise self._missing(resource_id) from exc
+        return self._stored(entry.value, entry.created_at, entry.updated_at, entry.version)
+
+    async def delete(self, resource_id: str, *, expected_version: int | None = None) -> None:
         """Delete resource ``resource_id`` (its history stays in the event log).
 
         Raises:
             NotFoundError: there is none.
+            VersionConflictError: ``expected_version`` is given and the resource is at another.
         """
-        if not await self.provider.forget(validate_key(resource_id), "hard", purge=False):
+        try:
+            deleted = await self.provider.forget(
+                validate_key(resource_id), "hard", purge=False, expected_version=expected_version
+            )
+        except VersionConflictError as exc:
+            raise self._conflict(resource_id, exc) from exc
+        except NotFoundError as exc:
+            raise self._missing(resource_id) from exc
+        if not deleted:
             raise self._missing(resource_id)
 
     async def list(

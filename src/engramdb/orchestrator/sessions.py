@@ -45,7 +45,17 @@ class Sessions(ResourceStore[Session]):
             else item.model_copy(update={"last_interaction": utc_now()})
         )
 
-    async def update(self, resource_id: str, changes: Mapping[str, Any]) -> Session:
+    async def update(
+        self,
+        resource_id: str,
+        changes: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Session:
         """Replace the given fields; an update is an interaction, so unless it sets
         ``last_interaction`` itself, that becomes now."""
-        return await super().update(resource_id, {"last_interaction": utc_now(), **changes})
+        return await super().update(
+            resource_id,
+            {"last_interaction": utc_now(), **changes},
+            expected_version=expected_version,
+        )

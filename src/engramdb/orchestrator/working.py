@@ -140,21 +140,44 @@ class WorkingMemory(StoredMemoryType):
         ranked = sorted(found, key=lambda i: (-(i.score or 0.0), i.id or ""))
         return self.redacted(ranked[:limit], raw)
 
-    async def set(self, key: str, value: Any) -> None:
-        """Set plan/session state ``key`` to ``value`` (any JSON value)."""
+    async def set(
+        self,
+        key: str,
+        value: Any,
+        *,
+        expected_version: int | None = None,
+        create: bool = False,
+    ) -> int:
+        """Set plan/session state ``key`` to ``value`` (any JSON value); returns its version.
+        With ``expected_version``, only over that version (``VersionConflictError``, or
+        ``NotFoundError`` if unset); with ``create``, only if unset (``ConflictError``)."""
         validate_key(key)
-        await self.provider.write_many([WriteRequest(key, {"state": value}, _STATE)])
+        request = WriteRequest(
+            key, {"state": value}, _STATE, create=create, expected_version=expected_version
+        )
+        (entry,) = await self.provider.write_many([request])
+        assert entry.version is not None
+        return entry.version
 
     async def get(self, key: str, default: Any = None) -> Any:
         """The state under ``key``, or ``default``."""
-        entry = await self.provider.read(key)
-        if entry is None or entry.content_type != _STATE:
-            return default
-        return entry.value["state"] if isinstance(entry.value, dict) else entry.value
+        found = await self.versioned(key)
+        return default if found is None else found[0]
 
-    async def delete(self, key: str) -> bool:
-        """Delete state ``key``; ``True`` if it was there."""
-        return await self.provider.forget(key, "hard", purge=False)
+    async def versioned(self, key: str) -> tuple[Any, int] | None:
+        """The state under ``key`` and its version, or ``None`` if unset."""
+        entry = await self.provider.read(key)
+        if entry is None or entry.content_type != _STATE or entry.version is None:
+            return None
+        value = entry.value["state"] if isinstance(entry.value, dict) else entry.value
+        return value, entry.version
+
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Delete state ``key``; ``True`` if it was there (with ``expected_version``, only
+        that version: ``VersionConflictError`` otherwise)."""
+        return await self.provider.forget(
+            key, "hard", purge=False, expected_version=expected_version
+        )
 
     async def clear(self) -> int:
         """Delete every item and all state of this plan or session; returns how many."""

@@ -55,7 +55,17 @@ from engramdb.providers.projection import (
     written_record,
 )
 from engramdb.storage.backend import Backend, EventQuery
-from engramdb.storage.records import Delete, Hide, Op, Put, Record, RecordQuery, Redact
+from engramdb.storage.records import (
+    Delete,
+    Expect,
+    Hide,
+    Op,
+    Put,
+    Record,
+    RecordQuery,
+    Redact,
+    check_expected,
+)
 
 UpsertStatus = Literal["created", "updated"]
 
@@ -63,8 +73,10 @@ UpsertStatus = Literal["created", "updated"]
 @dataclass(frozen=True)
 class WriteRequest:
     """One entry of a batched write (see ``EventSourcedProvider.write_many``); with
-    ``create``, the batch fails with ``ConflictError`` if a live entry holds the key, decided
-    inside the write's transaction (two writers cannot both create it)."""
+    ``create``, the batch fails with ``ConflictError`` if a live entry holds the key; with
+    ``expected_version``, with ``VersionConflictError`` unless the stored entry is at that
+    version (``NotFoundError`` if there is none) — each decided inside the write's
+    transaction, so two writers cannot both create the key or both replace one version."""
 
     key: str
     value: Any
@@ -73,6 +85,7 @@ class WriteRequest:
     ttl_ms: int | None = None
     occurred_at: datetime | None = None
     create: bool = False
+    expected_version: int | None = None
 
 
 class EventSourcedProvider(MemoryProvider):
@@ -144,14 +157,25 @@ class EventSourcedProvider(MemoryProvider):
         content_type: str = "fact",
         metadata: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
+        expected_version: int | None = None,
     ) -> MemoryEntry:
-        """Store ``value`` and its ``memory.written`` event in one transaction."""
+        """Store ``value`` and its ``memory.written`` event in one transaction; with
+        ``expected_version``, only over that version of the entry (see ``WriteRequest``)."""
         validate_key(key)
         validate_content_type(content_type)
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError("metadata must be a dict", field="metadata")
         (entry,) = await self.write_many(
-            [WriteRequest(key, value, content_type, metadata or {}, ttl_ms)]
+            [
+                WriteRequest(
+                    key,
+                    value,
+                    content_type,
+                    metadata or {},
+                    ttl_ms,
+                    expected_version=expected_version,
+                )
+            ]
         )
         return entry
 
@@ -179,6 +203,8 @@ class EventSourcedProvider(MemoryProvider):
         """
         self._check_writable()
         events = [self._event(request) for request in requests]
+        for request in requests:
+            check_version(request.expected_version)
         if len({e.key for e in events}) != len(events):
             raise ValidationError("a batch may not write the same key twice")
         trace = self.trace or TraceContext()
@@ -193,7 +219,12 @@ class EventSourcedProvider(MemoryProvider):
         vectors = embedded[0] if embedded else None
         vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
         model = self.indexer.model if embedded else ""
-        ops = [
+        ops: list[Op] = [
+            Expect(self.provider_id, self.partition, r.key, request.expected_version)
+            for r, request in zip(records, requests, strict=True)
+            if request.expected_version is not None
+        ]
+        ops += [
             Put(r, v, model, p, if_absent=request.create)
             for r, (v, p), request in zip(records, vector_sets, requests, strict=True)
         ]
@@ -278,57 +309,127 @@ class EventSourcedProvider(MemoryProvider):
         """The live stored record under ``key``."""
         validate_key(key)
         record = await self.backend.get(self.provider_id, self.partition, key)
-        if record is None or record.hidden_at is not None:
-            return None
-        if record.expires_at is not None and record.expires_at <= utc_now():
-            return None
-        return record
+        return record if record is not None and _alive(record) else None
 
-    async def delete(self, key: str) -> bool:
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Remove ``key`` and append ``memory.deleted``; ``False`` (and no event) if absent.
-        Its history stays in the log (see :meth:`forget` for erasing it)."""
-        return await self.forget(key, "hard", purge=False)
+        Its history stays in the log (see :meth:`forget` for erasing it). With
+        ``expected_version``, only that version is deleted (``VersionConflictError``
+        otherwise, ``NotFoundError`` if there is no entry)."""
+        return await self.forget(key, "hard", purge=False, expected_version=expected_version)
 
     async def forget(
-        self, key: str, mode: Literal["soft", "hard"] = "soft", *, purge: bool = True
+        self,
+        key: str,
+        mode: Literal["soft", "hard"] = "soft",
+        *,
+        purge: bool = True,
+        expected_version: int | None = None,
     ) -> bool:
         """Forget ``key``: ``soft`` hides it (kept, restorable with :meth:`restore`); ``hard``
         removes it from state and indexes and, with ``purge``, blanks its content from every
         earlier event of the log, leaving tombstones. One ``memory.deleted`` event either way;
-        ``False`` (and no event) if there is no such entry."""
+        ``False`` (and no event) if there is no such entry. Decided in the write's
+        transaction: of two concurrent forgets of one entry, one forgets it and one gets
+        ``False``. With ``expected_version`` see :meth:`delete`."""
         self._check_writable()
         validate_key(key)
+        check_version(expected_version)
         if mode not in ("soft", "hard"):
             raise ValidationError("mode must be 'soft' or 'hard'", mode=mode)
-        record = await self.backend.get(self.provider_id, self.partition, key)
-        if record is None or (mode == "soft" and record.hidden_at is not None):
-            return False
         purged = mode == "hard" and purge
-        envelope = self._envelope(
-            MemoryDeleted(key=key, provider_id=self.provider_id, mode=mode, purged=purged)
-        )
-        ops: list[Op]
-        if mode == "soft":
-            ops = [Hide(self.provider_id, self.partition, key, envelope.occurred_at)]
-        else:
-            ops = [Delete(self.provider_id, self.partition, key)]
+        found: list[Record] = []
+
+        def decide(record: Record | None) -> tuple[list[Op], list[EventEnvelope]]:
+            if expected_version is not None:
+                check_expected(
+                    Expect(self.provider_id, self.partition, key, expected_version),
+                    None if record is None else record.version,
+                )
+            if record is None or (mode == "soft" and record.hidden_at is not None):
+                return [], []
+            found.append(record)
+            envelope = self._envelope(
+                MemoryDeleted(key=key, provider_id=self.provider_id, mode=mode, purged=purged)
+            )
+            if mode == "soft":
+                return [Hide(self.provider_id, self.partition, key, envelope.occurred_at)], [
+                    envelope
+                ]
+            ops: list[Op] = [Delete(self.provider_id, self.partition, key)]
             if purged:
                 ops.append(Redact(self.provider_id, self.partition, self.spec.levels, key))
-        result = await self.backend.commit(ops, [envelope])
-        if record.id is not None:
-            self.indexer.removed(self.provider_id, self.partition, [record.id])
+            return ops, [envelope]
+
+        result = await self.backend.amend(
+            self.provider_id, self.partition, key, decide, writer=self.scope
+        )
+        if found and found[0].id is not None:
+            self.indexer.removed(self.provider_id, self.partition, [found[0].id])
         return bool(result.deleted or result.hidden)
+
+    async def update(
+        self,
+        key: str,
+        change: Callable[[Record], WriteRequest],
+        *,
+        expected_version: int | None = None,
+    ) -> MemoryEntry:
+        """Replace the live entry ``key`` with what ``change`` makes of it, reading and writing
+        in one transaction: concurrent updates each build on the one before, none is lost.
+        ``change`` runs inside the transaction (it must not block) and may raise to write
+        nothing. No embedding is computed inside a transaction: in a namespace with vectors the
+        entry is stored without one, which ``reindex`` computes (resources have none).
+
+        Raises:
+            NotFoundError: there is no live entry ``key`` (it never existed, was deleted,
+                soft-forgotten or has expired): an update never brings one back.
+            VersionConflictError: ``expected_version`` is given and the entry is at another.
+        """
+        self._check_writable()
+        validate_key(key)
+        check_version(expected_version)
+        trace = self.trace or TraceContext()
+
+        def decide(record: Record | None) -> tuple[list[Op], list[EventEnvelope]]:
+            if record is not None and not _alive(record):
+                record = None
+            check_expected(
+                Expect(self.provider_id, self.partition, key, expected_version),
+                None if record is None else record.version,
+            )
+            assert record is not None
+            request = change(record)
+            if request.key != key:
+                raise ValidationError("an update may not change the key", key=key)
+            event = self._event(request)
+            envelope = self._envelope(event, trace=trace)
+            new = written_record(self.spec, self.scope, event, envelope.occurred_at)
+            return [Put(new)], [envelope]
+
+        result = await self.backend.amend(
+            self.provider_id, self.partition, key, decide, writer=self.scope
+        )
+        self.indexer.committed(self.provider_id, self.partition, result.stored, None, None)
+        return record_entry(result.stored[0])
 
     async def restore(self, key: str) -> bool:
         """Make a soft-forgotten ``key`` visible again (``memory.restored``); ``False`` if it
-        is not soft-forgotten."""
+        is not soft-forgotten (decided in the write's transaction, like :meth:`forget`)."""
         self._check_writable()
         validate_key(key)
-        record = await self.backend.get(self.provider_id, self.partition, key)
-        if record is None or record.hidden_at is None:
+
+        def decide(record: Record | None) -> tuple[list[Op], list[EventEnvelope]]:
+            if record is None or record.hidden_at is None:
+                return [], []
+            envelope = self._envelope(MemoryRestored(key=key, provider_id=self.provider_id))
+            return [Hide(self.provider_id, self.partition, key, None)], [envelope]
+
+        result = await self.backend.amend(
+            self.provider_id, self.partition, key, decide, writer=self.scope
+        )
+        if not result.hidden:
             return False
-        envelope = self._envelope(MemoryRestored(key=key, provider_id=self.provider_id))
-        await self.backend.commit([Hide(self.provider_id, self.partition, key, None)], [envelope])
         self.indexer.invalidate(self.provider_id, self.partition)
         return True
 
@@ -427,6 +528,21 @@ class EventSourcedProvider(MemoryProvider):
         """Recompute this partition from the log."""
         await rebuild_namespace(self.backend, self.spec, self.partition)
         self.indexer.forget_all()
+
+
+def _alive(record: Record) -> bool:
+    """Neither soft-forgotten nor expired."""
+    if record.hidden_at is not None:
+        return False
+    return record.expires_at is None or record.expires_at > utc_now()
+
+
+def check_version(version: int | None) -> None:
+    """Reject an expected version that no record can have."""
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 1
+    ):
+        raise ValidationError("an expected version is a whole number from 1", version=version)
 
 
 async def expire_records(

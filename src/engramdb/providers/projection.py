@@ -6,7 +6,9 @@ thread, and sets ``updated_at`` to the event's time; ``expires_at`` is the event
 ``ttl_ms``); ``memory.deleted`` removes it (``hard``) or hides it (``soft``, until
 ``memory.restored``); ``memory.expired`` removes it. A record's partition is the
 event's scope narrowed to the namespace's levels, its thread the session it was written in,
-and its full-text key whatever the namespace's ``key_text`` makes of it.
+and its full-text key whatever the namespace's ``key_text`` makes of it. A record's version
+counts the writes, soft forgets and restores of the key since it was created (1 when new), as
+every backend counts them when it stores them.
 """
 
 from __future__ import annotations
@@ -100,12 +102,21 @@ def written_record(
 
 
 def upsert(previous: Record | None, new: Record) -> Record:
-    """``new`` stored over ``previous``: creation time and thread kept, update time set."""
+    """``new`` stored over ``previous``: creation time and thread kept, update time set,
+    version counted on."""
     if previous is None:
         return new
     return replace(
-        new, created_at=previous.created_at, updated_at=new.created_at, thread=previous.thread
+        new,
+        created_at=previous.created_at,
+        updated_at=new.created_at,
+        thread=previous.thread,
+        version=previous.version + 1,
     )
+
+
+def _hidden(record: Record, at: datetime | None) -> Record:
+    return replace(record, hidden_at=at, version=record.version + 1)
 
 
 def fold(
@@ -131,13 +142,13 @@ def fold(
             slot = (partition, deleted.key)
             if deleted.mode == "soft":
                 if slot in state:
-                    state[slot] = replace(state[slot], hidden_at=envelope.occurred_at)
+                    state[slot] = _hidden(state[slot], envelope.occurred_at)
             else:
                 state.pop(slot, None)
         elif kind == MemoryRestored.event_type:
             slot = (partition, MemoryRestored.from_envelope(envelope).key)
             if slot in state:
-                state[slot] = replace(state[slot], hidden_at=None)
+                state[slot] = _hidden(state[slot], None)
         elif kind == MemoryExpired.event_type:
             state.pop((partition, MemoryExpired.from_envelope(envelope).key), None)
     return list(state.values())
@@ -156,4 +167,5 @@ def record_entry(record: Record) -> MemoryEntry:
         expires_at=record.expires_at,
         provider_id=record.namespace,
         scope=record.scope,
+        version=record.version,
     )

@@ -28,7 +28,9 @@ from engramdb.core.errors import (
     NotFoundError,
     PermissionDeniedError,
     ProviderNotFoundError,
+    RecallError,
     RelationNotFoundError,
+    StorageError,
     UsageError,
     ValidationError,
     ValueTooLargeError,
@@ -64,7 +66,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "No credentials, or credentials that do not verify"),
         (403, "Valid credentials without the right to this request"),
         (404, "No such resource"),
-        (409, "The id is taken, or a request with this idempotency key is in flight"),
+        (
+            409,
+            "The id is taken, the resource is no longer the If-Match version, or a request "
+            "with this idempotency key is in flight",
+        ),
         (413, "The request body or a value is too large"),
         (422, "The request failed validation; nothing was written"),
         (503, "The storage or a model failed; the request may succeed later"),
@@ -80,6 +86,40 @@ def status_of(exc: EngramError) -> int:
     return 500
 
 
+#: What a storage failure may tell a caller: its driver's words name the database's user,
+#: host, database or file, which are the operator's to read (in the log), not the caller's.
+_STORAGE_DETAILS = frozenset({"sqlstate", "waited_s"})
+STORAGE_MESSAGE = "the storage failed to answer; the request may succeed later"
+
+
+def _names(kind: type[EngramError]) -> frozenset[str]:
+    return frozenset({kind.__name__}).union(*(_names(sub) for sub in kind.__subclasses__()))
+
+
+_STORAGE_ERRORS = _names(StorageError)
+
+
+def public_failure(failure: dict[str, str]) -> dict[str, str]:
+    """A recall's provider failure as a caller may see it (a storage failure's own words
+    are replaced, as for ``StorageError`` answers)."""
+    if failure.get("error") in _STORAGE_ERRORS:
+        return {**failure, "message": STORAGE_MESSAGE}
+    return failure
+
+
+def _public(exc: EngramError) -> tuple[str, dict[str, Any]]:
+    """The message and details of ``exc`` that its answer may carry."""
+    if isinstance(exc, StorageError):
+        details = {k: v for k, v in exc.details.items() if k in _STORAGE_DETAILS}
+        return STORAGE_MESSAGE, details
+    failures = exc.details.get("failures")
+    if isinstance(exc, RecallError) and isinstance(failures, list):
+        shown = [public_failure(f) for f in failures]
+        if shown != failures:  # the message quotes each failure: say less
+            return "recall failed in every provider it asked", {**exc.details, "failures": shown}
+    return exc.message, exc.details
+
+
 def error_response(exc: EngramError) -> JSONResponse:
     """The answer to an Engram error."""
     status = status_of(exc)
@@ -88,7 +128,8 @@ def error_response(exc: EngramError) -> JSONResponse:
     if status == 503 and isinstance(wait, int | float) and not isinstance(wait, bool):
         # A model server asked for a pause: pass its wait on to our own caller.
         headers["Retry-After"] = str(max(0, math.ceil(wait)))
-    body = ErrorBody(error=exc.code, message=exc.message, details=jsonable_encoder(exc.details))
+    message, details = _public(exc)
+    body = ErrorBody(error=exc.code, message=message, details=jsonable_encoder(details))
     if status >= 500:
         log.warning("request failed: %s", exc.message)
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)

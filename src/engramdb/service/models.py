@@ -193,11 +193,12 @@ class StateIn(Body):
 
 
 class StateOut(BaseModel):
-    """One plan state key and its value."""
+    """One plan state key, its value and its version (also the ``ETag``)."""
 
     plan_id: str
     key: str
     value: JsonValue
+    version: int | None = None
 
 
 class PlanState(BaseModel):
@@ -463,5 +464,6 @@ class IngestOut(BaseModel):
     entities: int
     relations: int
     notes: list[str]
+    theory_of_mind: str = ""
     seconds: float
     items: list[dict[str, Any]]

@@ -12,10 +12,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from engramdb.core.errors import ValidationError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
-from engramdb.storage.records import Op, Record, RecordQuery
+from engramdb.storage.records import Amend, Op, Record, RecordQuery
 from engramdb.storage.search_backend import SearchBackend
+
+#: The largest log position a query may name (the REST API's bound too).
+MAX_POSITION = 2**62
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,20 @@ class EventQuery:
     limit: int | None = None
     key: str | None = None
     newest_first: bool = False
+
+    def __post_init__(self) -> None:
+        # Positions are 64-bit integers in both databases; a larger one is a caller's mistake,
+        # not a driver's overflow.
+        if isinstance(self.after, bool) or not 0 <= self.after <= MAX_POSITION:
+            raise ValidationError(
+                f"after must be a log position between 0 and {MAX_POSITION}, got {self.after!r}",
+                after=str(self.after),
+            )
+        if self.limit is not None and not 0 <= self.limit <= MAX_POSITION:
+            raise ValidationError(
+                f"limit must be between 0 and {MAX_POSITION}, got {self.limit!r}",
+                limit=str(self.limit),
+            )
 
 
 @runtime_checkable
@@ -129,6 +147,16 @@ class Backend(Protocol):
 
     async def commit(self, ops: Sequence[Op], events: Sequence[EventEnvelope]) -> CommitResult:
         """Apply ``ops`` and append ``events`` in one transaction: all or nothing."""
+        ...
+
+    async def amend(
+        self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
+    ) -> CommitResult:
+        """Read the record ``key`` of partition ``scope`` with its row locked against other
+        writers, and commit the ops and events ``decide`` makes of it, in one transaction: a
+        read-modify-write no concurrent write can come between. ``writer`` is the scope the
+        events are written in (the partition's when ``None``). ``decide``'s ``Put``s carry no
+        vectors."""
         ...
 
     async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:

@@ -3,12 +3,18 @@ the write operations ``Put`` and ``Delete``, and ``RecordQuery`` (what a scan ma
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engramdb.core.errors import ConflictError
+from engramdb.core.errors import ConflictError, NotFoundError, ValidationError, VersionConflictError
+from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Level, Scope, ScopeFilter
+from engramdb.core.validation import check_text
+
+#: The most rows a scan may skip or return (both databases count in 64-bit integers).
+MAX_ROWS = 2**62
 
 
 @dataclass(frozen=True)
@@ -18,8 +24,10 @@ class Record:
     ``text`` is the searchable form of the entry (its contextual key), indexed for full-text
     search. ``thread`` is the session the entry was written in (the partition may span
     sessions) and orders, with ``created_at``, the turns of a conversation. ``occurred_at`` is
-    when the remembered thing happened, if the writer said. ``id`` is the storage row id: set by
-    the backend, not part of the record's identity.
+    when the remembered thing happened, if the writer said. ``version`` counts the writes of
+    the record since it was created (1 when new; every ``Put`` and ``Hide`` adds one), set by
+    the backend and reproduced by the fold. ``id`` is the storage row id: set by the backend,
+    not part of the record's identity.
     """
 
     namespace: str
@@ -36,6 +44,7 @@ class Record:
     thread: str = ""
     occurred_at: datetime | None = None
     hidden_at: datetime | None = None
+    version: int = 1
     id: int | None = field(default=None, compare=False)
 
 
@@ -104,7 +113,24 @@ class RedactScope:
     keep: tuple[str, ...] = ()
 
 
-Op = Put | Delete | Hide | Redact | RedactScope
+@dataclass(frozen=True)
+class Expect:
+    """A precondition of the commit, checked with the record's row locked against writers:
+    the record ``key`` exists (alive or expired, hidden or not) and, unless ``version`` is
+    ``None``, is at that version. Otherwise the commit fails and writes nothing, with
+    ``NotFoundError`` (no such record) or ``VersionConflictError``."""
+
+    namespace: str
+    scope: Scope
+    key: str
+    version: int | None = None
+
+
+Op = Put | Delete | Hide | Redact | RedactScope | Expect
+#: Decides, from the record a key holds now (``None``: none), what one transaction writes:
+#: its ops and their events. Run inside the transaction, so it must not block or await; it
+#: may raise (an ``EngramError``) to write nothing.
+Amend = Callable[[Record | None], tuple[Sequence[Op], Sequence[EventEnvelope]]]
 
 
 @dataclass(frozen=True)
@@ -138,10 +164,42 @@ class RecordQuery:
     limit: int | None = None
     offset: int = 0
 
+    def __post_init__(self) -> None:
+        # Both databases count rows in 64-bit integers: a larger page is the caller's mistake.
+        for name, count in (("limit", self.limit), ("offset", self.offset)):
+            if count is not None and not 0 <= count <= MAX_ROWS:
+                raise ValidationError(
+                    f"{name} must be between 0 and {MAX_ROWS}, got {count}", **{name: str(count)}
+                )
+        # Refused here, for both backends alike: PostgreSQL cannot even send such a string.
+        for name, texts in (
+            ("prefix", () if self.prefix is None else (self.prefix,)),
+            ("keys", self.keys or ()),
+            ("text_any", self.text_any),
+        ):
+            for text in texts:
+                check_text(text, what=name)
+
 
 def as_filter(scope: Scope | ScopeFilter) -> ScopeFilter:
     """A ``Scope`` as the filter that matches exactly its partition."""
     return scope if isinstance(scope, ScopeFilter) else ScopeFilter(scope)
+
+
+def check_expected(op: Expect, current: int | None) -> None:
+    """Raise unless a record at version ``current`` (``None``: there is none) meets ``op``."""
+    if current is None:
+        raise NotFoundError(
+            f"{op.namespace} {op.key!r} does not exist", namespace=op.namespace, key=op.key
+        )
+    if op.version is not None and op.version != current:
+        raise VersionConflictError(
+            f"{op.namespace} {op.key!r} is at version {current}, not {op.version}",
+            namespace=op.namespace,
+            key=op.key,
+            expected=op.version,
+            current=current,
+        )
 
 
 def key_taken(record: Record) -> ConflictError:

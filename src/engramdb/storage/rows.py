@@ -35,6 +35,7 @@ RECORD_COLUMNS = (
     "thread",
     "occurred_at",
     "hidden_at",
+    "version",
 )
 #: What a SELECT of a whole record returns: the stored columns, then the row id.
 RECORD_SELECTED = (*RECORD_COLUMNS, "id")
@@ -96,6 +97,7 @@ def record_row(record: Record) -> tuple[Any, ...]:
         record.thread,
         optional_time_text(record.occurred_at),
         optional_time_text(record.hidden_at),
+        record.version,
     )
 
 
@@ -121,6 +123,7 @@ def row_record(row: tuple[Any, ...]) -> Record:
         thread,
         occurred_at,
         hidden_at,
+        version,
     ) = row[: len(RECORD_COLUMNS)]
     created = parse_time(created_at)
     assert created is not None
@@ -139,6 +142,7 @@ def row_record(row: tuple[Any, ...]) -> Record:
         thread=thread,
         occurred_at=parse_time(occurred_at),
         hidden_at=parse_time(hidden_at),
+        version=version,
         id=row_id,
     )
 

@@ -26,6 +26,7 @@ from engramdb.sync.memory_types import (
 from engramdb.sync.portal import Portal, SyncView, blocking, invoke, iterating, view, viewing
 from engramdb.sync.providers import (
     SyncEventSourcedProvider,
+    SyncFileMemoryProvider,
     SyncGraphMemoryProvider,
     SyncMemoryManager,
     SyncWorkingMemoryProvider,
@@ -78,6 +79,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
     sessions = view(SyncSessions)
     assemble = blocking(ScopedMemory.assemble)
     ingest = blocking(ScopedMemory.ingest)
+    clusters = blocking(ScopedMemory.clusters)
     last_trace = blocking(ScopedMemory.last_trace)
 
     @property
@@ -89,6 +91,16 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
         """The memory types of this scope."""
         views = (self.working, self.episodic, self.semantic, self.procedural, self.conversation)
         return list(views)
+
+    @property
+    def files(self) -> SyncFileMemoryProvider | None:
+        """The scope's memory files (``None`` unless the engine keeps them)."""
+        found = self.wrapped.files
+        return None if found is None else SyncFileMemoryProvider(found, self._portal)
+
+    def memory_type(self, name: str) -> SyncMemoryType[Any]:
+        """The registered memory type ``name`` (see ``ScopedMemory.memory_type``)."""
+        return SyncMemoryType(self.wrapped.memory_type(name), self._portal)
 
 
 class SyncEngine(SyncView[Engine]):
@@ -110,6 +122,7 @@ class SyncEngine(SyncView[Engine]):
     restore = blocking(Engine.restore)
     sweep_expired = blocking(Engine.sweep_expired)
     stats = blocking(Engine.stats)
+    render_files = blocking(Engine.render_files)
 
     @property
     def config(self) -> EngineConfig:
@@ -118,6 +131,7 @@ class SyncEngine(SyncView[Engine]):
 
     scope = viewing(Engine.scope, SyncScopedMemory)
     provider = viewing(Engine.provider, SyncEventSourcedProvider)
+    file_provider = viewing(Engine.file_provider, SyncFileMemoryProvider)
 
     def close(self) -> None:
         """Close the engine (``Engine.close``) and stop its loop thread; idempotent."""

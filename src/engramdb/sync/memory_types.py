@@ -52,6 +52,7 @@ class SyncWorkingMemory(SyncMemoryType[WorkingMemory]):
 
     set = blocking(WorkingMemory.set)
     get = blocking(WorkingMemory.get)
+    versioned = blocking(WorkingMemory.versioned)
     delete = blocking(WorkingMemory.delete)
     clear = blocking(WorkingMemory.clear)
     state = blocking(WorkingMemory.state)

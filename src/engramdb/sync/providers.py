@@ -10,6 +10,7 @@ from engramdb.core.types import MemoryTier
 from engramdb.manager.manager import MemoryManager
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.event_sourced import EventSourcedProvider
+from engramdb.providers.files import FileMemoryProvider
 from engramdb.providers.graph import GraphMemoryProvider
 from engramdb.providers.working import WorkingMemoryProvider
 from engramdb.sync.portal import Portal, SyncView, blocking, view
@@ -32,6 +33,9 @@ class SyncMemoryProvider(SyncView[TP]):
 class SyncEventSourcedProvider(SyncMemoryProvider[EventSourcedProvider]):
     """Blocking view of an ``EventSourcedProvider``."""
 
+    write = blocking(EventSourcedProvider.write)
+    delete = blocking(EventSourcedProvider.delete)
+    update = blocking(EventSourcedProvider.update)
     write_many = blocking(EventSourcedProvider.write_many)
     upsert_similar = blocking(EventSourcedProvider.upsert_similar)
     read_record = blocking(EventSourcedProvider.read_record)
@@ -42,6 +46,13 @@ class SyncEventSourcedProvider(SyncMemoryProvider[EventSourcedProvider]):
     entries = blocking(EventSourcedProvider.entries)
     evict = blocking(EventSourcedProvider.evict)
     sweep_expired = blocking(EventSourcedProvider.sweep_expired)
+
+
+class SyncFileMemoryProvider(SyncEventSourcedProvider):
+    """Blocking view of a ``FileMemoryProvider`` (the scope's memory files)."""
+
+    rescan = blocking(FileMemoryProvider.rescan)
+    render = blocking(FileMemoryProvider.render)
 
 
 class SyncWorkingMemoryProvider(SyncMemoryProvider[WorkingMemoryProvider]):

@@ -169,6 +169,7 @@ class GraphMemoryProvider(MemoryProvider):
             updated_at=entity.updated_at,
             provider_id=ENTITY_NAMESPACE,
             scope=self.partition,
+            version=graph.versions.get(entity_id),
         )
 
     async def get_entity(self, entity_id: str) -> GraphEntity | None:

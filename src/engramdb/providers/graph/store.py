@@ -22,6 +22,7 @@ from engramdb.core.events import (
     MemoryLinked,
 )
 from engramdb.core.scope import LEVELS, PERSISTENT_LEVELS, Scope, ScopeFilter
+from engramdb.core.validation import model_value
 from engramdb.providers.event_sourced import rebuild_namespace
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 from engramdb.providers.projection import ProjectionSpec, plain_key_text, upsert
@@ -91,7 +92,7 @@ def relation_record(origin: Scope, relation: GraphRelation, at: datetime) -> Rec
         namespace=RELATION_NAMESPACE,
         scope=origin.narrow(GRAPH_LEVELS),
         key=relation.relation_id,
-        value=relation.model_dump(mode="json"),
+        value=model_value(relation, what="relation"),
         content_type="relation",
         metadata={},
         created_at=at,

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from engramdb.core.errors import InvalidTraversalError
 from engramdb.core.model import EngramModel
 from engramdb.core.types import utc_now
+from engramdb.core.validation import model_value
 
 Direction = Literal["outgoing", "incoming", "both"]
 
@@ -135,7 +136,7 @@ class GraphEntity(EngramModel):
 
     def to_memory_value(self) -> dict[str, Any]:
         """The stored value: everything but the store-kept times."""
-        return self.model_dump(mode="json", exclude={"created_at", "updated_at"})
+        return model_value(self, what="entity", exclude={"created_at", "updated_at"})
 
 
 class GraphRelation(EngramModel):

@@ -51,6 +51,8 @@ class WorkingGraph:
 
         self.graph: nx.MultiDiGraph[str] = networkx.MultiDiGraph()
         self.record_ids: dict[str, int] = {}
+        # entity id -> the version of its stored record
+        self.versions: dict[str, int] = {}
         # (type, normalised name) -> the ids known by it
         self._names: dict[tuple[str, str], list[str]] = {}
         self._ends: dict[str, tuple[str, str]] = {}
@@ -77,14 +79,19 @@ class WorkingGraph:
         # The lowest id when several share a name: the same answer before and after a reload.
         return None if not found else self.entity(min(found))
 
-    def put_entity(self, entity: GraphEntity, record_id: int | None = None) -> None:
-        """Add or replace an entity node (its relations stay)."""
+    def put_entity(
+        self, entity: GraphEntity, record_id: int | None = None, version: int | None = None
+    ) -> None:
+        """Add or replace an entity node (its relations stay), with its stored record's id and
+        version when known."""
         previous = self.entity(entity.entity_id)
         if previous is not None:
             self._unindex(previous)
         self.graph.add_node(entity.entity_id, entity=entity)
         if record_id is not None:
             self.record_ids[entity.entity_id] = record_id
+        if version is not None:
+            self.versions[entity.entity_id] = version
         for name in (entity.name, *entity.aliases):
             ids = self._names.setdefault((entity.entity_type, normalize_name(name)), [])
             if entity.entity_id not in ids:
@@ -109,6 +116,7 @@ class WorkingGraph:
         self._unindex(entity)
         self.graph.remove_node(entity_id)
         self.record_ids.pop(entity_id, None)
+        self.versions.pop(entity_id, None)
 
     def put_relation(self, relation: GraphRelation) -> None:
         """Add or replace a relation (its ends may have changed)."""
@@ -159,7 +167,7 @@ class WorkingGraph:
                 RecordQuery(ENTITY_NAMESPACE, partition, content_types=("entity",))
             )
             for record in _consumed(entities):
-                loaded.put_entity(entity_from_record(record), record.id)
+                loaded.put_entity(entity_from_record(record), record.id, record.version)
             relations = await backend.scan(RecordQuery(RELATION_NAMESPACE, partition))
             for record in _consumed(relations):
                 relation = relation_from_record(record)

@@ -202,7 +202,7 @@ class GraphWriter:
             {r.key: relation_from_record(r) for r in result.stored[len(entity_records) :]},
         )
         for record in stored_entities:
-            graph.put_entity(stored.entities[record.key], record.id)
+            graph.put_entity(stored.entities[record.key], record.id, record.version)
         for relation in stored.relations.values():
             graph.put_relation(relation)
         for key in changes.removed_relations:

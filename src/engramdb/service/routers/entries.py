@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Response
 
 from engramdb.core.errors import NotFoundError
 from engramdb.core.types import MemoryEntry, RecallQuery, utc_now
@@ -12,6 +12,7 @@ from engramdb.orchestrator.redaction import redact_entry
 from engramdb.providers.projection import record_entry
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
+from engramdb.service.errors import public_failure
 from engramdb.service.models import (
     Deleted,
     EntryIn,
@@ -22,22 +23,33 @@ from engramdb.service.models import (
 )
 from engramdb.service.raw_reads import RawReads
 from engramdb.service.routing import KeyPath, Offset, area_router
+from engramdb.service.versions import IfMatch, expected_version, set_etag
 from engramdb.storage.records import RecordQuery
 
 router = area_router("/v1/memory", "entries")
 
 
 @router.post("/entries", status_code=201, summary="Store an entry")
-async def store_entry(body: EntryIn, caller: WriteCaller, engine: EngineDep) -> MemoryEntry:
+async def store_entry(
+    body: EntryIn,
+    caller: WriteCaller,
+    engine: EngineDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> MemoryEntry:
     """Store ``value`` under ``key`` in the caller's persistent memory (replacing what was
-    there), with its event."""
-    return await caller.memory(engine).persistent.write(
+    there), with its event; with ``If-Match``, only over that version of the entry (409 if
+    it changed since, 404 if there is none)."""
+    entry = await caller.memory(engine).persistent.write(
         body.key,
         body.value,
         content_type=body.content_type,
         metadata=body.metadata,
         ttl_ms=body.ttl_ms,
+        expected_version=expected_version(if_match),
     )
+    set_etag(response, entry.version)
+    return entry
 
 
 @router.get("/entries", summary="List entries")
@@ -72,19 +84,24 @@ async def list_entries(
 
 @router.get("/entries/{key}", summary="Read an entry")
 async def read_entry(
-    key: KeyPath, caller: ReadCaller, engine: EngineDep, raw: RawReads = False
+    key: KeyPath, caller: ReadCaller, engine: EngineDep, response: Response, raw: RawReads = False
 ) -> MemoryEntry:
-    """The live entry under ``key``."""
+    """The live entry under ``key``; its version is the ``ETag``."""
     entry = await caller.memory(engine).persistent.read(key)
     if entry is None:
         raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)
+    set_etag(response, entry.version)
     return entry if raw else redact_entry(engine.config.redaction, entry)
 
 
 @router.delete("/entries/{key}", summary="Delete an entry")
-async def delete_entry(key: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
-    """Delete the entry under ``key`` (its history stays in the event log); 404 if none."""
-    if not await caller.memory(engine).persistent.delete(key):
+async def delete_entry(
+    key: KeyPath, caller: WriteCaller, engine: EngineDep, if_match: IfMatch = None
+) -> Deleted:
+    """Delete the entry under ``key`` (its history stays in the event log); 404 if none.
+    With ``If-Match``, only that version (409 if it changed since)."""
+    persistent = caller.memory(engine).persistent
+    if not await persistent.delete(key, expected_version=expected_version(if_match)):
         raise NotFoundError(f"no entry {key!r}", resource="entry", id=key)
     return Deleted(deleted=True)
 
@@ -101,5 +118,7 @@ async def recall(
     report = await caller.memory(engine).manager.recall_report(query, raw=raw)
     return RecallOut(
         results=report.results,
-        failed_providers=[FailedProvider.model_validate(f.to_dict()) for f in report.failures],
+        failed_providers=[
+            FailedProvider.model_validate(public_failure(f.to_dict())) for f in report.failures
+        ],
     )

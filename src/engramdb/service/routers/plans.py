@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Response
 
 from engramdb.engine import Engine
 from engramdb.orchestrator.plans import Plan, Plans
@@ -12,6 +12,7 @@ from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, PlanIn, PlanUpdate
 from engramdb.service.routing import KeyPath, Offset, area_router
+from engramdb.service.versions import IfMatch, expected_version, set_etag
 
 router = area_router("/v1/memory/plans", "plans")
 
@@ -47,23 +48,42 @@ async def list_plans(
 
 
 @router.get("/{plan_id}", summary="Retrieve a plan")
-async def get_plan(plan_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> Plan:
-    """The plan ``plan_id``."""
-    return (await _owned(caller, engine, plan_id))[1]
+async def get_plan(
+    plan_id: KeyPath, caller: ReadCaller, engine: EngineDep, response: Response
+) -> Plan:
+    """The plan ``plan_id``; its version is the ``ETag``."""
+    plan = (await _owned(caller, engine, plan_id))[1]
+    set_etag(response, plan.version)
+    return plan
 
 
 @router.put("/{plan_id}", summary="Update a plan")
 async def update_plan(
-    plan_id: KeyPath, body: PlanUpdate, caller: WriteCaller, engine: EngineDep
+    plan_id: KeyPath,
+    body: PlanUpdate,
+    caller: WriteCaller,
+    engine: EngineDep,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Plan:
-    """Replace the fields the body sets (status, state, …); the others are kept."""
+    """Replace the fields the body sets (status, state, …); the others are kept. With
+    ``If-Match``, only over that version (409 if the plan changed since)."""
+    expected = expected_version(if_match)
     plans, _ = await _owned(caller, engine, plan_id)
-    return await plans.update(plan_id, body.model_dump(exclude_unset=True))
+    plan = await plans.update(
+        plan_id, body.model_dump(exclude_unset=True), expected_version=expected
+    )
+    set_etag(response, plan.version)
+    return plan
 
 
 @router.delete("/{plan_id}", summary="Delete a plan")
-async def delete_plan(plan_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
-    """Delete the plan ``plan_id`` (its working state is kept until deleted itself)."""
+async def delete_plan(
+    plan_id: KeyPath, caller: WriteCaller, engine: EngineDep, if_match: IfMatch = None
+) -> Deleted:
+    """Delete the plan ``plan_id`` (its working state is kept until deleted itself); with
+    ``If-Match``, only that version."""
+    expected = expected_version(if_match)
     plans, _ = await _owned(caller, engine, plan_id)
-    await plans.delete(plan_id)
+    await plans.delete(plan_id, expected_version=expected)
     return Deleted(deleted=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Response
 
 from engramdb.engine import Engine
 from engramdb.orchestrator.sessions import Session, Sessions
@@ -12,6 +12,7 @@ from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, SessionIn, SessionUpdate
 from engramdb.service.routing import KeyPath, Offset, area_router
+from engramdb.service.versions import IfMatch, expected_version, set_etag
 
 router = area_router("/v1/memory/sessions", "sessions")
 
@@ -49,24 +50,41 @@ async def list_sessions(
 
 
 @router.get("/{session_id}", summary="Retrieve a session")
-async def get_session(session_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> Session:
-    """The session ``session_id``."""
-    return (await _owned(caller, engine, session_id))[1]
+async def get_session(
+    session_id: KeyPath, caller: ReadCaller, engine: EngineDep, response: Response
+) -> Session:
+    """The session ``session_id``; its version is the ``ETag``."""
+    session = (await _owned(caller, engine, session_id))[1]
+    set_etag(response, session.version)
+    return session
 
 
 @router.put("/{session_id}", summary="Update a session")
 async def update_session(
-    session_id: KeyPath, body: SessionUpdate, caller: WriteCaller, engine: EngineDep
+    session_id: KeyPath,
+    body: SessionUpdate,
+    caller: WriteCaller,
+    engine: EngineDep,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Session:
     """Replace the fields the body sets; the session's last interaction becomes now unless
-    the body sets it."""
+    the body sets it. With ``If-Match``, only over that version (409 if it changed since)."""
+    expected = expected_version(if_match)
     sessions, _ = await _owned(caller, engine, session_id)
-    return await sessions.update(session_id, body.model_dump(exclude_unset=True))
+    session = await sessions.update(
+        session_id, body.model_dump(exclude_unset=True), expected_version=expected
+    )
+    set_etag(response, session.version)
+    return session
 
 
 @router.delete("/{session_id}", summary="Delete a session")
-async def delete_session(session_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
-    """Delete the session ``session_id``."""
+async def delete_session(
+    session_id: KeyPath, caller: WriteCaller, engine: EngineDep, if_match: IfMatch = None
+) -> Deleted:
+    """Delete the session ``session_id``; with ``If-Match``, only that version."""
+    expected = expected_version(if_match)
     sessions, _ = await _owned(caller, engine, session_id)
-    await sessions.delete(session_id)
+    await sessions.delete(session_id, expected_version=expected)
     return Deleted(deleted=True)

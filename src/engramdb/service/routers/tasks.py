@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Query, Response
 
 from engramdb.core.errors import NotFoundError
 from engramdb.orchestrator.tasks import TaskContext
@@ -12,6 +12,7 @@ from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Deleted, Page, TaskContextIn, TaskContextUpdate
 from engramdb.service.routing import KeyPath, Offset, area_router
+from engramdb.service.versions import IfMatch, expected_version, set_etag
 
 router = area_router("/v1/memory/task-context", "task context")
 
@@ -52,21 +53,38 @@ async def task_by_subtask(
 
 
 @router.get("/{task_id}", summary="Retrieve a task context")
-async def get_task(task_id: KeyPath, caller: ReadCaller, engine: EngineDep) -> TaskContext:
-    """The task context ``task_id``."""
-    return await caller.memory(engine).tasks.get(task_id)
+async def get_task(
+    task_id: KeyPath, caller: ReadCaller, engine: EngineDep, response: Response
+) -> TaskContext:
+    """The task context ``task_id``; its version is the ``ETag``."""
+    task = await caller.memory(engine).tasks.get(task_id)
+    set_etag(response, task.version)
+    return task
 
 
 @router.put("/{task_id}", summary="Update a task context")
 async def update_task(
-    task_id: KeyPath, body: TaskContextUpdate, caller: WriteCaller, engine: EngineDep
+    task_id: KeyPath,
+    body: TaskContextUpdate,
+    caller: WriteCaller,
+    engine: EngineDep,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> TaskContext:
-    """Replace the fields the body sets; the others are kept."""
-    return await caller.memory(engine).tasks.update(task_id, body.model_dump(exclude_unset=True))
+    """Replace the fields the body sets; the others are kept. With ``If-Match``, only over
+    that version (409 if the task context changed since)."""
+    task = await caller.memory(engine).tasks.update(
+        task_id, body.model_dump(exclude_unset=True), expected_version=expected_version(if_match)
+    )
+    set_etag(response, task.version)
+    return task
 
 
 @router.delete("/{task_id}", summary="Delete a task context")
-async def delete_task(task_id: KeyPath, caller: WriteCaller, engine: EngineDep) -> Deleted:
-    """Delete the task context ``task_id`` (404 if there is none)."""
-    await caller.memory(engine).tasks.delete(task_id)
+async def delete_task(
+    task_id: KeyPath, caller: WriteCaller, engine: EngineDep, if_match: IfMatch = None
+) -> Deleted:
+    """Delete the task context ``task_id`` (404 if there is none); with ``If-Match``, only
+    that version."""
+    await caller.memory(engine).tasks.delete(task_id, expected_version=expected_version(if_match))
     return Deleted(deleted=True)

@@ -59,7 +59,9 @@ from engramdb.storage.postgres.tenancy import (
 from engramdb.storage.postgres.vectors import StoredVector, dimensions_of
 from engramdb.storage.rebuild import staged_rebuild
 from engramdb.storage.records import (
+    Amend,
     Delete,
+    Expect,
     Hide,
     Op,
     Put,
@@ -67,6 +69,7 @@ from engramdb.storage.records import (
     RecordQuery,
     Redact,
     RedactScope,
+    check_expected,
     key_taken,
 )
 from engramdb.storage.rows import optional_time_text, record_row, row_record
@@ -119,9 +122,12 @@ async def _apply(
                 (op.namespace, *op.scope.columns(), op.key),
             )
             deleted += cursor.rowcount
+        elif isinstance(op, Expect):
+            found = await _locked(conn, op.namespace, op.scope, op.key)
+            check_expected(op, None if found is None else found.version)
         elif isinstance(op, Hide):
             cursor = await conn.execute(
-                f"UPDATE {table_for(op.namespace)} SET hidden_at = %s "
+                f"UPDATE {table_for(op.namespace)} SET hidden_at = %s, version = version + 1 "
                 f"WHERE {PARTITION} AND key = %s",
                 (optional_time_text(op.at), op.namespace, *op.scope.columns(), op.key),
             )
@@ -143,6 +149,18 @@ async def _apply(
         hidden=hidden,
         redacted=redacted,
     )
+
+
+async def _locked(conn: Connection, namespace: str, scope: Scope, key: str) -> Record | None:
+    """The record ``key``, its row locked until the transaction ends (a concurrent writer of
+    it waits, then sees what this transaction wrote)."""
+    cursor = await conn.execute(
+        f"SELECT {record_select_list()} FROM {table_for(namespace)} r "
+        f"WHERE {PARTITION} AND key = %s FOR UPDATE",
+        (namespace, *scope.columns(), key),
+    )
+    row = await cursor.fetchone()
+    return None if row is None else row_record(row)
 
 
 async def _holds_no_privilege(conn: Connection) -> bool:
@@ -242,6 +260,20 @@ class PostgresBackend:
         context = context_for([*_scopes(ops), *(e.scope for e in events)])
         async with self._pool.transaction(context) as conn:
             return await _apply(conn, ops, events)
+
+    async def amend(
+        self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
+    ) -> CommitResult:
+        """Lock and read the record ``key`` (``SELECT … FOR UPDATE``) and commit what
+        ``decide`` makes of it, in one transaction: a concurrent amend of the key waits for
+        this one and decides on what it wrote."""
+        async with self._pool.transaction(context_for([scope, writer or scope])) as conn:
+            # The writers' lock first, as every commit takes it, so no lock order inverts.
+            await hold_writers(conn)
+            ops, events = decide(await _locked(conn, namespace, scope, key))
+            if any(isinstance(op, Put) and op.vector is not None for op in ops):
+                raise ValueError("an amend stores no vectors")
+            return await _apply(conn, list(ops), list(events))
 
     async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:
         """The record ``key`` in partition ``scope``, expired or not."""

@@ -78,7 +78,7 @@ def _on_key(namespace: str, then: str) -> str:
         f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
         f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
         "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
-        f"{updates}, {then} RETURNING {record_select_list()}"
+        f"{updates}, version = r.version + 1, {then} RETURNING {record_select_list()}"
     )
 
 

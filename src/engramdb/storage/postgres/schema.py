@@ -339,4 +339,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_tenant_scoped_ids", _tenant_scoped_ids()),
     # Full-text keys are split, folded and stemmed the way SQLite's index does it.
     Migration("0010_text_tokens", _TEXT_TOKENS),
+    # Every write of a record counts one version, so a writer can say which one it read.
+    # Records stored before start at 1; a rebuild counts their writes from the log.
+    Migration(
+        "0011_record_versions",
+        tuple(
+            f"ALTER TABLE {table} ADD COLUMN version integer NOT NULL DEFAULT 1"
+            for table in RECORD_TABLES
+        ),
+    ),
 )

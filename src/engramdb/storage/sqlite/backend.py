@@ -15,7 +15,9 @@ from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fol
 from engramdb.storage.migrations import pending
 from engramdb.storage.rebuild import staged_rebuild
 from engramdb.storage.records import (
+    Amend,
     Delete,
+    Expect,
     Hide,
     Op,
     Put,
@@ -23,6 +25,7 @@ from engramdb.storage.records import (
     RecordQuery,
     Redact,
     RedactScope,
+    check_expected,
     key_taken,
 )
 from engramdb.storage.rows import optional_time_text, record_row, row_record
@@ -95,9 +98,16 @@ def _apply(
             deleted += conn.execute(
                 f"DELETE FROM records WHERE {_PARTITION} AND key = ?", params
             ).rowcount
+        elif isinstance(op, Expect):
+            row = conn.execute(
+                f"SELECT version FROM records WHERE {_PARTITION} AND key = ?",
+                (op.namespace, *op.scope.columns(), op.key),
+            ).fetchone()
+            check_expected(op, None if row is None else int(row[0]))
         elif isinstance(op, Hide):
             hidden += conn.execute(
-                f"UPDATE records SET hidden_at = ? WHERE {_PARTITION} AND key = ?",
+                "UPDATE records SET hidden_at = ?, version = version + 1 "
+                f"WHERE {_PARTITION} AND key = ?",
                 (optional_time_text(op.at), op.namespace, *op.scope.columns(), op.key),
             ).rowcount
         elif isinstance(op, Redact):
@@ -122,6 +132,12 @@ def _apply(
         hidden=hidden,
         redacted=redacted,
     )
+
+
+def _fetch(conn: sqlite3.Connection, namespace: str, scope: Scope, key: str) -> Record | None:
+    params = (namespace, *scope.columns(), key)
+    row = conn.execute(f"{RECORD_SELECT} WHERE {_PARTITION} AND key = ?", params).fetchone()
+    return None if row is None else row_record(row)
 
 
 def _file_path(path: str | Path) -> str:
@@ -197,15 +213,21 @@ class SqliteBackend:
         ops, events = list(ops), list(events)
         return await self._worker.write(lambda conn: _apply(conn, ops, events))
 
+    async def amend(
+        self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
+    ) -> CommitResult:
+        """Read the record ``key`` and commit what ``decide`` makes of it, in one writer
+        transaction (SQLite has one writer at a time, so nothing comes between)."""
+
+        def transaction(conn: sqlite3.Connection) -> CommitResult:
+            ops, events = decide(_fetch(conn, namespace, scope, key))
+            return _apply(conn, list(ops), list(events))
+
+        return await self._worker.write(transaction)
+
     async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:
         """The record ``key`` in partition ``scope``, expired or not."""
-        params = (namespace, *scope.columns(), key)
-
-        def fetch(conn: sqlite3.Connection) -> Record | None:
-            row = conn.execute(f"{RECORD_SELECT} WHERE {_PARTITION} AND key = ?", params).fetchone()
-            return None if row is None else row_record(row)
-
-        return await self._worker.run(fetch)
+        return await self._worker.run(lambda conn: _fetch(conn, namespace, scope, key))
 
     async def scan(self, query: RecordQuery) -> list[Record]:
         """Records matching ``query`` ordered by key."""

@@ -30,7 +30,7 @@ _REPLACED = (
     "value = excluded.value, content_type = excluded.content_type, "
     "metadata = excluded.metadata, text = excluded.text, ttl_ms = excluded.ttl_ms, "
     "expires_at = excluded.expires_at, occurred_at = excluded.occurred_at, "
-    "hidden_at = excluded.hidden_at"
+    "hidden_at = excluded.hidden_at, version = records.version + 1"
 )
 _ON_KEY = (
     f"INSERT INTO records ({', '.join(RECORD_COLUMNS)}) "

@@ -151,4 +151,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         # A record's sentences may have vectors of their own, stored beside its whole-text one.
         ("ALTER TABLE vectors ADD COLUMN parts BLOB",),
     ),
+    Migration(
+        "0007_record_versions",
+        # Every write of a record counts one version, so a writer can say which one it read.
+        # Records stored before start at 1; a rebuild counts their writes from the log.
+        ("ALTER TABLE records ADD COLUMN version INTEGER NOT NULL DEFAULT 1",),
+    ),
 )

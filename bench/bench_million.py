@@ -1,0 +1,125 @@
+"""Many tenants on one PostgreSQL database: ingest rate and per-scope ``remember`` latency.
+
+Writes ``--tenants`` × ``--per-tenant`` episodes (default 1,000 × 1,000 = 1,000,000) through
+the public API — ``scope(tenant=…, user="u").episodic.memorize_many`` in batches — so every
+memory has its event, its full-text row and its vectors (the whole text's and its sentences').
+The vectors are ``StandInEmbedder``'s seeded random unit vectors (see bench_recall.py): the
+model would need days on two cores for a million turns, and storage and index costs do not
+depend on what the vectors mean. Texts are LongMemEval_S's distinct user turns, read where
+they lie (``--data``), reused across tenants.
+
+Then, for ``--queries`` questions in ``--scopes`` random tenants, ``episodic.remember`` is
+timed through an engine that embeds each question with the real model (MiniLM, one thread):
+p50 / p95 per call. The store is kept (``--url``) so the query phase can be re-run alone
+(``--skip-ingest``).
+
+Run by hand (not in CI)::
+
+    python bench/bench_million.py --url postgresql://postgres@127.0.0.1:5432/engram_million
+    python bench/bench_million.py --tenants 100 --per-tenant 100   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import time
+from pathlib import Path
+
+import psycopg
+from bench_common import percentiles
+from bench_recall import StandInEmbedder, read_longmemeval
+from psycopg import sql
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+import engramdb
+from engramdb.core.intent import MemoryItem
+from engramdb.engine import EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
+
+DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
+SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def ensure_database(url: str) -> None:
+    """Create the database ``url`` names when it does not exist."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not found:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+async def ingest(url: str, texts: list[str], tenants: int, per_tenant: int, batch: int) -> float:
+    """Write the store; memories per second."""
+    config = EngineConfig(embedder=StandInEmbedder())
+    total = tenants * per_tenant
+    started = time.perf_counter()
+    columns = (*Progress.get_default_columns()[:-1], MofNCompleteColumn(), TimeRemainingColumn())
+    async with engramdb.open(url, config=config) as engine:
+        with Progress(*columns, BarColumn(bar_width=None)) as progress:
+            task = progress.add_task("memorize", total=total)
+            n = 0
+            for tenant in range(tenants):
+                episodic = engine.scope(tenant=f"t{tenant:05d}", user="u").episodic
+                for start in range(0, per_tenant, batch):
+                    items = [
+                        MemoryItem(text=texts[(n + i) % len(texts)], role="user")
+                        for i in range(min(batch, per_tenant - start))
+                    ]
+                    await episodic.memorize_many(items)
+                    n += len(items)
+                    progress.update(task, completed=n)
+    return total / (time.perf_counter() - started)
+
+
+async def query(
+    url: str, questions: list[str], tenants: int, scopes: int, queries: int
+) -> list[float]:
+    """Seconds per ``remember`` in random scopes, each question embedded by the real model."""
+    chosen = random.Random(7).sample(range(tenants), min(scopes, tenants))
+    config = EngineConfig(embedder=MiniLMEmbedder(threads=1))
+    timings = []
+    async with engramdb.open(url, config=config) as engine:
+        await engine.indexer.warm()
+        for n in range(queries):
+            episodic = engine.scope(tenant=f"t{chosen[n % len(chosen)]:05d}", user="u").episodic
+            await episodic.remember(questions[-1 - n % len(questions)], limit=10)  # warm scope
+            asked = time.perf_counter()
+            await episodic.remember(questions[n % len(questions)], limit=10)
+            timings.append(time.perf_counter() - asked)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/engram_million")
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--per-tenant", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--scopes", type=int, default=50)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--skip-ingest", action="store_true")
+    args = parser.parse_args()
+    console = Console()
+    texts, questions = read_longmemeval(args.data)
+    ensure_database(args.url)
+    if not args.skip_ingest:
+        rate = asyncio.run(ingest(args.url, texts, args.tenants, args.per_tenant, args.batch))
+        console.print(f"ingest: {args.tenants * args.per_tenant:,} memories, {rate:,.0f}/s")
+    timings = asyncio.run(query(args.url, questions, args.tenants, args.scopes, args.queries))
+    cut = percentiles(timings)
+    console.print(
+        f"remember in {min(args.scopes, args.tenants)} scopes of {args.per_tenant:,}: "
+        f"p50 {cut['p50']:.1f} ms, p95 {cut['p95']:.1f} ms (n={len(timings)}); "
+        f"{platform.machine()}, {os.cpu_count()} cores"
+    )
+
+
+if __name__ == "__main__":
+    main()
