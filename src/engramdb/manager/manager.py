@@ -292,6 +292,14 @@ class MemoryManager:
         providers = await self._asked(query)
         timeout = query.timeout_s or self.recall_timeout_s
 
+        # The date range is passed only when asked for, so providers written before it
+        # keep answering every other recall.
+        window = {
+            name: value
+            for name, value in (("since", query.since), ("until", query.until))
+            if value is not None
+        }
+
         async def ask(provider: MemoryProvider) -> list[RecallResult]:
             return await asyncio.wait_for(
                 provider.search(
@@ -299,6 +307,7 @@ class MemoryManager:
                     limit=query.limit,
                     content_types=query.content_types,
                     metadata_filters=query.metadata_filters or None,
+                    **window,
                 ),
                 timeout,
             )

@@ -481,14 +481,19 @@ class EventSourcedProvider(MemoryProvider):
         limit: int = 10,
         content_types: list[str] | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[RecallResult]:
-        """Hybrid search over this partition, best first, scores in [0, 1]."""
+        """Hybrid search over this partition, best first, scores in [0, 1]; ``since`` /
+        ``until`` bound when the entries happened."""
         hits = await self.search_hits(
             SearchRequest(
                 query,
                 limit=limit,
                 content_types=tuple(content_types) if content_types is not None else None,
                 metadata=dict(metadata_filters or {}),
+                since=since,
+                until=until,
             )
         )
         return [
