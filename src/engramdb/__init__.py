@@ -93,7 +93,9 @@ if TYPE_CHECKING:
         ScopedMemory,
         open,
     )
+    from engramdb.formation.clusters import Cluster, Clustering
     from engramdb.formation.ingest import IngestMessage, IngestReport
+    from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
     from engramdb.formation.rules import RuleExtractor
     from engramdb.formation.types import ExtractedItem, Extractor
     from engramdb.manager.manager import (
@@ -139,10 +141,19 @@ if TYPE_CHECKING:
         open_sync,
     )
 
-try:
-    __version__ = _distribution_version("engramdb")
-except PackageNotFoundError:  # a source tree on sys.path that was never installed
-    __version__ = "0+unknown"
+
+def _installed_version() -> str:
+    """The version of the installed distribution: engramdb, or engramdb-client (the client
+    installed alone); a source tree on sys.path that was never installed has none."""
+    for distribution in ("engramdb", "engramdb-client"):
+        try:
+            return _distribution_version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "0+unknown"
+
+
+__version__ = _installed_version()
 
 #: Where each lazily imported public name lives.
 _LAZY: dict[str, str] = {
@@ -213,6 +224,10 @@ _LAZY: dict[str, str] = {
     "IngestMessage": "engramdb.formation.ingest",
     "IngestReport": "engramdb.formation.ingest",
     "RuleExtractor": "engramdb.formation.rules",
+    "Cluster": "engramdb.formation.clusters",
+    "Clustering": "engramdb.formation.clusters",
+    "FallbackExtractor": "engramdb.formation.model_extraction",
+    "ModelExtractor": "engramdb.formation.model_extraction",
 }
 
 
@@ -235,6 +250,8 @@ __all__ = [
     "AuthenticationError",
     "Backend",
     "CapacityInfo",
+    "Cluster",
+    "Clustering",
     "ConflictError",
     "DomainEvent",
     "DuplicateProviderError",
@@ -251,6 +268,7 @@ __all__ = [
     "EventStore",
     "ExtractedItem",
     "Extractor",
+    "FallbackExtractor",
     "FileMemoryProvider",
     "FileStore",
     "ForgetResult",
@@ -285,6 +303,7 @@ __all__ = [
     "MemoryTypeRegistry",
     "MemoryWritten",
     "MigrationError",
+    "ModelExtractor",
     "ModelUnavailableError",
     "NoProviderForTierError",
     "NotFoundError",

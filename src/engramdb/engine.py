@@ -23,8 +23,12 @@ from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
 from engramdb.core.validation import DEFAULT_MAX_VALUE_BYTES
+from engramdb.formation.auto import FORMATION_SPEC, FORMED_NAMESPACES, AutoFormation
+from engramdb.formation.clusters import DEFAULT_THRESHOLD, Clustering, cluster_facts
 from engramdb.formation.ingest import IngestMessage, IngestReport
 from engramdb.formation.ingest import ingest as ingest_messages
+from engramdb.formation.model_extraction import FallbackExtractor, ModelExtractor
+from engramdb.formation.rules import RuleExtractor
 from engramdb.formation.types import Extractor
 from engramdb.index.embedder import Embedder
 from engramdb.index.reranker import Reranker
@@ -46,6 +50,7 @@ from engramdb.orchestrator.procedural import PROCEDURAL_SPEC, ProceduralMemory
 from engramdb.orchestrator.redaction import RedactionPolicy, default_policy
 from engramdb.orchestrator.semantic import PUBLIC_SPEC, SEMANTIC_SPEC, SemanticMemory
 from engramdb.orchestrator.sessions import SESSION_SPEC, Sessions
+from engramdb.orchestrator.store_items import STORE_ITEMS_SPEC
 from engramdb.orchestrator.tasks import TASK_SPEC, TaskContexts
 from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
@@ -82,13 +87,16 @@ from engramdb.storage.registry import open_backend
 
 PERSISTENT_PROVIDER_ID = "event_sourced"
 #: Namespaces of records that are not memories (task contexts, plans, sessions, tenancy,
-#: stored answers): logged, rebuilt, exported and swept like the rest, never recalled.
+#: stored answers, document-store items): logged, rebuilt, exported and swept like the rest,
+#: never recalled.
 RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     TASK_SPEC,
     PLAN_SPEC,
     SESSION_SPEC,
     *TENANCY_SPECS,
     IDEMPOTENCY_SPEC,
+    STORE_ITEMS_SPEC,
+    FORMATION_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
@@ -115,7 +123,9 @@ class EngineConfig:
     ``files`` is the folder of the memory files a person can read and edit (one folder per
     tenant and user, one markdown file per category: ``file_categories`` and any other content
     type written there); ``None`` keeps none. ``memory_types`` is the registry of memory types
-    (default: the process's, ``default_registry()``).
+    (default: the process's, ``default_registry()``). ``formation="auto"`` forms memories
+    from every episode and conversation turn memorized, in the background after the write
+    returns, resumed after a crash (``formation.auto``); ``"manual"`` leaves it to ``ingest``.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -135,6 +145,7 @@ class EngineConfig:
     files: str | Path | None = None
     file_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     memory_types: MemoryTypeRegistry | None = None
+    formation: Literal["manual", "auto"] = "manual"
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -330,22 +341,37 @@ class ScopedMemory:
         messages: Sequence[IngestMessage | Mapping[str, Any]],
         *,
         extractor: Extractor | None = None,
+        strict: bool = False,
         progress: Callable[[str, int], None] | None = None,
         totals: Callable[[str, int], None] | None = None,
     ) -> IngestReport:
         """Form memories from a conversation: store ``messages`` (``{"role", "content"}``,
         optionally ``timestamp``, ``session_id``, ``id``) as episodes, extract profile facts,
-        dated events, activities and graph facts from them (the rules, unless ``extractor``
-        is given), and consolidate those into semantic and graph memory: added, updated (the
+        dated events, activities, goals and preferences and graph facts from them, and
+        consolidate those into semantic and graph memory: added, updated (the
         old version kept as history), ended, unchanged or contradicted, each naming its
         source turns. ``progress`` / ``totals`` are told ``(phase, amount)`` as the phases
         ``store``, ``extract`` and ``form`` advance / start.
 
+        The extractor is ``extractor`` if given; else the engine's chat model
+        (``EngineConfig.llm``), falling back to the rules for the turns it fails on or finds
+        nothing in (a note in the report says why) unless ``strict``; else the rules.
+
         Raises:
             ValidationError: a message is malformed (nothing is stored).
+            LLMError: with ``strict``, the chat model failed (a subclass says how); the turns
+                are stored, nothing is formed.
         """
+        if extractor is None and self.engine.llm is not None:
+            extractor = FallbackExtractor(ModelExtractor(self.engine.llm), strict=strict)
+        episodic = self.episodic
+        if self.engine.formation is not None:
+            # Ingest forms its turns itself, now: they need no pending formation.
+            plain = self.engine.provider(EPISODIC_SPEC, self.scope)
+            plain.companion = None
+            episodic = EpisodicMemory(plain, self.engine.config.type_limits.episodic)
         return await ingest_messages(
-            self.episodic,
+            episodic,
             self.semantic,
             self.graph,
             messages,
@@ -353,6 +379,19 @@ class ScopedMemory:
             extractor=extractor,
             progress=progress,
             totals=totals,
+        )
+
+    async def clusters(self, *, threshold: float = DEFAULT_THRESHOLD) -> Clustering:
+        """The semantic facts no category holds (memorized directly, not formed by
+        ``ingest``), grouped by embedding similarity into named clusters, biggest first:
+        deterministic for a given ``threshold`` (cosine to a cluster's centroid), named by
+        the chat model when one is configured, else by their most distinctive words.
+
+        Raises:
+            ValidationError: no embedder is configured, or ``threshold`` is out of range.
+        """
+        return await cluster_facts(
+            self.semantic, self.engine.indexer.embedder, threshold=threshold, llm=self.engine.llm
         )
 
     async def last_trace(self) -> TurnTraced | None:
@@ -377,6 +416,10 @@ class Engine:
         self.llm = ChatClient(self.config.llm) if self.config.llm is not None else None
         self.graphs = GraphCache(backend)
         self.memory_types = self.config.memory_types or default_registry()
+        #: Automatic formation, when configured (``EngineConfig.formation``).
+        self.formation = (
+            AutoFormation(self, RuleExtractor) if self.config.formation == "auto" else None
+        )
         self.files: FileStore | None = None
         if self.config.files is not None:
             self.files = FileStore(self.config.files, self.config.file_categories)
@@ -422,6 +465,14 @@ class Engine:
         probe = ScopedMemory(self, Scope())
         await probe.manager.providers()
         await self._check_vector_model()
+        if self.formation is not None:
+            await self.formation.resume()
+
+    async def formed(self) -> None:
+        """Wait until automatic formation has formed every turn memorized so far (and every
+        turn a stopped process left pending); returns at once without it."""
+        if self.formation is not None:
+            await self.formation.wait()
 
     async def _check_vector_model(self) -> None:
         model = self.indexer.model
@@ -463,7 +514,7 @@ class Engine:
         """The provider of namespace ``spec`` bound to ``scope``."""
         if self.files is not None and spec.namespace == FILES_PROVIDER_ID:
             return self.file_provider(scope)
-        return EventSourcedProvider(
+        provider = EventSourcedProvider(
             self.backend,
             scope,
             provider_id=spec.namespace,
@@ -472,6 +523,9 @@ class Engine:
             producer=self.producer,
             max_value_bytes=self.config.max_value_bytes,
         )
+        if spec.namespace in FORMED_NAMESPACES:
+            provider.companion = self.formation
+        return provider
 
     def file_provider(self, scope: Scope) -> FileMemoryProvider:
         """The memory-file provider of ``scope``.
@@ -648,7 +702,10 @@ class Engine:
 
     async def close(self) -> None:
         """Close the backend (and the LLM client); idempotent. Memories still waiting for
-        their vector keep waiting, in the store, for ``reindex(stale_only=True)``."""
+        their vector keep waiting, in the store, for ``reindex(stale_only=True)``; turns
+        not yet formed stay pending, in the store, for the next engine to open it."""
+        if self.formation is not None:
+            await self.formation.close()
         await self.indexer.pending.close()
         if self.llm is not None:
             await self.llm.aclose()

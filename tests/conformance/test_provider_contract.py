@@ -174,6 +174,18 @@ async def test_search_filters_by_content_type_and_metadata(kit: ProviderKit) -> 
     assert keys(await kit.provider.search("coffee", metadata_filters=tags)) == ["d"]
 
 
+async def test_search_keeps_what_happened_within_since_and_until(kit: ProviderKit) -> None:
+    if not kit.provider.capabilities().supports_search:
+        pytest.skip("no search")
+    before = utc_now() - timedelta(minutes=5)
+    await kit.provider.write("a", "coffee order")
+    after = utc_now() + timedelta(minutes=5)
+    within = await kit.provider.search("coffee", since=before, until=after)
+    assert [h.entry.key for h in within] == ["a"]
+    assert await kit.provider.search("coffee", since=after) == []
+    assert await kit.provider.search("coffee", until=before) == []
+
+
 async def test_ttl_expired_entries_are_never_returned(kit: ProviderKit) -> None:
     written = await kit.provider.write("short", "fleeting thought", ttl_ms=300)
     assert written.expires_at is not None

@@ -32,6 +32,14 @@ PRINTS = {
         "recent episode: Alice cooked a Thai curry",
         "the prompt recalls: True",
     ],
+    "langgraph_agent.py": [
+        "stored: I just moved to Lisbon",
+        "user (thread-2): Which city do I live in now?",
+        "recalled: I just moved to Lisbon",
+        "agent: You live in Lisbon.",
+        "turns counted: 2",
+        "namespaces: [('memories', 'alice'), ('stats', 'alice')]",
+    ],
     "graph.py": [
         "from the sentence: [('lives_in', {})]",
         "Alice's neighbours: ['Acme', 'Bob', 'Lisbon']",

@@ -262,7 +262,7 @@ async def test_two_tenants_see_nothing_of_each_other(connect: Connect) -> None:
             {"type": "episodic", "text": "x", "occurred_at": "2026-01-01T10:00"},
             "timezone",
         ),
-        ("memorize", {"type": "procedural", "text": "x", "trigger": "regex:("}, "validation_error"),
+        ("memorize", {"type": "procedural", "text": "x", "trigger": "regex:("}, "invalid_pattern"),
         ("memorize", {"type": "semantic", "text": "x", "importance": 3}, "importance"),
         ("remember", {"type": "semantic", "query": "x", "limit": 0}, "limit"),
         ("forget", {"type": "semantic", "instruction": "everything nice"}, "invalid_forget"),

@@ -25,6 +25,8 @@ HEAVY = (
     "psycopg",
     "hnswlib",
     "mcp",
+    "langgraph",
+    "langchain_core",
     "engramdb.engine",
 )
 
@@ -40,6 +42,12 @@ def loaded_after(code: str) -> set[str]:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_the_core_never_imports_an_integration() -> None:
+    loaded = loaded_after("import engramdb\nengramdb.open\nengramdb.EngineConfig")
+    assert loaded.isdisjoint({"langgraph", "langchain_core"}), sorted(loaded)
+    assert "engramdb.integrations" not in loaded
 
 
 def test_importing_the_cli_loads_no_engine_model_or_web_framework() -> None:

@@ -325,35 +325,6 @@ def list_entries(
 
 
 @app.command()
-def events(
-    ctx: typer.Context,
-    event_type: Annotated[
-        list[str] | None,
-        typer.Option("--type", "-t", help=f"Only events of this type ({EVENT_TYPES}); repeatable."),
-    ] = None,
-    after: Annotated[int, typer.Option(min=0, help="Only events after this position.")] = 0,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
-    as_json: JsonFlag = False,
-) -> None:
-    """Show the event log (oldest first)."""
-
-    async def work(engine: Engine, memory: ScopedMemory) -> None:
-        from engramdb.storage.backend import EventQuery
-
-        found = await engine.events.read(
-            EventQuery(
-                event_types=tuple(event_type) if event_type else None, after=after, limit=limit
-            )
-        )
-        if ctx.obj.as_json:
-            render.emit_json([e.model_dump(mode="json") for e in found])
-        else:
-            render.table(render.event_table(found))
-
-    run(ctx, work, as_json)
-
-
-@app.command()
 def rebuild(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Recompute every projection from the event log."""
 
@@ -442,12 +413,14 @@ def sweep(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 from engramdb.cli.admin_commands import register as register_admin  # noqa: E402
 from engramdb.cli.eval_command import register as register_eval  # noqa: E402
+from engramdb.cli.events_command import register as register_events  # noqa: E402
 from engramdb.cli.ingest_command import register as register_ingest  # noqa: E402
 from engramdb.cli.inspect_command import register as register_inspect  # noqa: E402
 from engramdb.cli.mcp_command import register as register_mcp  # noqa: E402
 from engramdb.cli.memory_commands import register as register_memory  # noqa: E402
 from engramdb.cli.serve_command import register as register_serve  # noqa: E402
 
+register_events(app)
 register_eval(app)
 register_memory(app)
 register_serve(app)

@@ -99,7 +99,8 @@ def register(app: typer.Typer) -> None:
                 render.out.print("nothing extracted", highlight=False)
             elif any(o.decision != "unchanged" for o in report.outcomes):
                 render.table(items_table(report, show))
-            for note in report.notes:
-                render.out.print(f"note: {escape(note)}", highlight=False)
+            for note in [*report.notes, report.theory_of_mind]:
+                if note:
+                    render.out.print(f"note: {escape(note)}", highlight=False)
 
         run(ctx, work, as_json)

@@ -70,6 +70,13 @@ def register(app: typer.Typer) -> None:
                 help="Publish the event log to NATS JetStream at this URL (nats://host:4222).",
             ),
         ] = None,
+        auto_formation: Annotated[
+            bool,
+            typer.Option(
+                envvar="ENGRAM_AUTO_FORMATION",
+                help="Form memories from every episode and turn stored, in the background.",
+            ),
+        ] = False,
         workers: Annotated[
             int,
             typer.Option(
@@ -84,13 +91,13 @@ def register(app: typer.Typer) -> None:
         share one PostgreSQL database."""
         import uvicorn
 
-        from engramdb.engine import EngineConfig
         from engramdb.service.app import create_app
         from engramdb.service.settings import AuthMode, ServiceSettings
         from engramdb.service.workers import (
             FACTORY,
             SPEC_VARIABLE,
             check_workers,
+            engine_config,
             worker_environment,
         )
 
@@ -117,11 +124,13 @@ def register(app: typer.Typer) -> None:
         )
         if workers > 1:
             # Each worker process builds its own application (and engine) from the spec.
-            os.environ[SPEC_VARIABLE] = worker_environment(settings, target, vectors=vectors)
+            os.environ[SPEC_VARIABLE] = worker_environment(
+                settings, target, vectors=vectors, auto_formation=auto_formation
+            )
             uvicorn.run(
                 FACTORY, factory=True, workers=workers, host=host, port=port, log_level="warning"
             )
             return
-        config = EngineConfig() if vectors else EngineConfig(embedder=None)
+        config = engine_config(vectors=vectors, auto_formation=auto_formation)
         application = create_app(settings, db=target, config=config)
         uvicorn.run(application, host=host, port=port, log_level="warning")

@@ -2,7 +2,8 @@
 
 ``MemoryClient`` has one method per endpoint, returning the service's typed models and
 raising the engine's typed errors (the graph's under ``MemoryClient.graph``, a
-``GraphClient``); ``WorkflowState`` wraps a plan's working memory.
+``GraphClient``); ``WorkflowState`` wraps a plan's working memory. ``SyncMemoryClient``,
+``SyncGraphClient`` and ``SyncWorkflowState`` are their blocking twins, method for method.
 
 Example::
 
@@ -14,6 +15,15 @@ Example::
 from engramdb.client.client import MemoryClient
 from engramdb.client.errors import ServiceUnavailableError
 from engramdb.client.graph import GraphClient
+from engramdb.client.sync import SyncGraphClient, SyncMemoryClient, SyncWorkflowState
 from engramdb.client.workflow import WorkflowState
 
-__all__ = ["GraphClient", "MemoryClient", "ServiceUnavailableError", "WorkflowState"]
+__all__ = [
+    "GraphClient",
+    "MemoryClient",
+    "ServiceUnavailableError",
+    "SyncGraphClient",
+    "SyncMemoryClient",
+    "SyncWorkflowState",
+    "WorkflowState",
+]

@@ -14,14 +14,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
 from engramdb.client.fields import given, raw_param, segment
 from engramdb.client.graph import GraphClient
+from engramdb.client.intent import IntentCalls
 from engramdb.core.errors import (
     InvalidValueError,
     NotFoundError,
@@ -30,9 +30,7 @@ from engramdb.core.errors import (
 )
 from engramdb.core.intent import MemoryItem
 from engramdb.core.types import MemoryEntry, RecallQuery, RecallResult
-from engramdb.orchestrator.plans import Plan
-from engramdb.orchestrator.sessions import Session
-from engramdb.orchestrator.tasks import TaskContext
+from engramdb.orchestrator.resource_models import Plan, Session, TaskContext
 from engramdb.service.models import (
     Cleared,
     Deleted,
@@ -47,12 +45,11 @@ from engramdb.service.models import (
     WriteResult,
 )
 
-M = TypeVar("M", bound=BaseModel)
 Role = Literal["user", "assistant", "system", "tool"]
 _RETRY_STATUSES = frozenset({502, 503, 504})
 
 
-class MemoryClient:
+class MemoryClient(IntentCalls):
     """Async client of one Engram service for one identity.
 
     Args:
@@ -161,10 +158,6 @@ class MemoryClient:
             await asyncio.sleep(0.1 * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
-        response = await self.request(method, path, **kwargs)
-        return model.model_validate(response.json())
-
     async def health(self) -> Health:
         """Whether the service is up and its database answers."""
         return await self._call(Health, "GET", "/healthz")
@@ -178,11 +171,15 @@ class MemoryClient:
         metadata: dict[str, Any] | None = None,
         key: str | None = None,
         user_id: str | None = None,
+        agent_id: str | None = None,
         public: bool = False,
         importance: float = 0.5,
     ) -> WriteResult:
-        """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``."""
-        body = given(content=content, metadata=metadata, key=key, user_id=user_id)
+        """Store a fact, private to ``user_id`` (default: the caller's) unless ``public``;
+        stored for no user at all, it is the whole tenant's."""
+        body = given(
+            content=content, metadata=metadata, key=key, user_id=user_id, agent_id=agent_id
+        )
         body |= {"public": public, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic", json=body)
 
@@ -193,10 +190,11 @@ class MemoryClient:
         dedupe_threshold: float = 0.95,
         metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
+        agent_id: str | None = None,
         public: bool = False,
     ) -> WriteResult:
         """Store a fact, or update a near-identical stored one (``status`` says which)."""
-        body = given(content=content, metadata=metadata, user_id=user_id)
+        body = given(content=content, metadata=metadata, user_id=user_id, agent_id=agent_id)
         body |= {"public": public, "dedupe_threshold": dedupe_threshold}
         return await self._call(WriteResult, "POST", "/v1/memory/semantic/upsert", json=body)
 
@@ -211,13 +209,19 @@ class MemoryClient:
     # -- formation ---------------------------------------------------------------------------
 
     async def ingest(
-        self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        strict: bool = False,
     ) -> IngestOut:
         """Form memories from a conversation: ``messages`` (``{"role", "content"}``, optionally
         ``timestamp``, ``session_id``, ``id``) are stored as episodes, and what the user states
         of themself becomes profile facts, events, activities and graph facts; the answer
-        counts what changed per category."""
-        body = given(user_id=user_id) | {"messages": [given(**m) for m in messages]}
+        counts what changed per category. With ``strict``, a failing chat model is an error
+        (``LLMError``) instead of a fallback to the rules."""
+        body = given(user_id=user_id, strict=strict or None)
+        body |= {"messages": [given(**m) for m in messages]}
         return await self._call(IngestOut, "POST", "/v1/memory/ingest", json=body)
 
     # -- episodic ----------------------------------------------------------------------------
@@ -232,8 +236,11 @@ class MemoryClient:
         speaker: str | None = None,
         importance: float = 0.5,
         tags: list[str] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> WriteResult:
-        """Append one interaction to the episodic log."""
+        """Append one interaction to the episodic log (of ``user_id`` / ``agent_id``, if the
+        credentials may act for them)."""
         body = given(
             role=role,
             content=content,
@@ -241,6 +248,8 @@ class MemoryClient:
             occurred_at=occurred_at,
             speaker=speaker,
             tags=tags,
+            user_id=user_id,
+            agent_id=agent_id,
         )
         body["importance"] = importance
         return await self._call(WriteResult, "POST", "/v1/memory/episodic", json=body)
@@ -280,9 +289,18 @@ class MemoryClient:
         key: str | None = None,
         metadata: dict[str, Any] | None = None,
         importance: float = 0.5,
+        user_id: str | None = None,
+        agent_id: str | None = None,
     ) -> WriteResult:
-        """Store a rule or example with its trigger."""
-        body = given(content=content, trigger=trigger, key=key, metadata=metadata)
+        """Store a rule or example with its trigger (the spec's ``trigger_condition``)."""
+        body = given(
+            content=content,
+            trigger=trigger,
+            key=key,
+            metadata=metadata,
+            user_id=user_id,
+            agent_id=agent_id,
+        )
         body |= {"procedure_type": procedure_type, "importance": importance}
         return await self._call(WriteResult, "POST", "/v1/memory/procedural", json=body)
 
@@ -553,21 +571,38 @@ class MemoryClient:
         return True
 
     async def recall(
-        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+        self,
+        query: str | RecallQuery,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        raw: bool = False,
     ) -> list[RecallResult]:
-        """Memories across every provider matching ``query``, merged by relevance; warns
+        """Memories across every provider matching ``query`` (that happened within
+        ``since`` / ``until``, if given), merged by relevance; warns
         (``PartialRecallWarning``) when the service answered without providers that failed,
         as ``MemoryManager.recall`` does in process."""
-        answer = await self.recall_report(query, limit=limit, raw=raw)
+        answer = await self.recall_report(query, limit=limit, since=since, until=until, raw=raw)
         if answer.failed_providers:
             warnings.warn(PartialRecallWarning.naming(answer.failed_providers), stacklevel=2)
         return answer.results
 
     async def recall_report(
-        self, query: str | RecallQuery, *, limit: int = 10, raw: bool = False
+        self,
+        query: str | RecallQuery,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        raw: bool = False,
     ) -> RecallOut:
         """``recall``'s results with the providers that failed (``failed_providers``)."""
-        chosen = query if isinstance(query, RecallQuery) else RecallQuery(query=query, limit=limit)
+        chosen = (
+            query
+            if isinstance(query, RecallQuery)
+            else RecallQuery(query=query, limit=limit, since=since, until=until)
+        )
         body = chosen.model_dump(mode="json", exclude_none=True)
         return await self._call(
             RecallOut, "POST", "/v1/memory/recall", json=body, params=raw_param(raw)

@@ -50,6 +50,9 @@ def raise_for_answer(response: httpx.Response) -> None:
         body = {"message": response.text[:300] or response.reason_phrase}
     details = body.get("details") if isinstance(body.get("details"), dict) else {}
     kind = error_class(str(body.get("error", "")), response.status_code)
-    error = kind(str(body.get("message", "")), **details)
+    # The root's constructor, not the class's own: a subclass may take other arguments
+    # (``ForgetInstructionError(instruction, reason)``), the answer has the message made.
+    error = kind.__new__(kind)
+    EngramError.__init__(error, str(body.get("message", "")), **details)
     error.details.setdefault("status_code", response.status_code)
     raise error

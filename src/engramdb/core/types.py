@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, ConfigDict, Field, field_validator, model_validator
 
 from engramdb.core.errors import InvalidValueError
 from engramdb.core.model import EngramModel
@@ -133,6 +133,16 @@ class RecallQuery(EngramModel):
     limit: int = Field(default=10, ge=1, le=1000)
     metadata_filters: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, gt=0, le=300)
+    #: Only memories that happened at or after ``since`` and before ``until`` (rfc-2001's
+    #: date-range filter).
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> RecallQuery:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must be before until")
+        return self
 
     @field_validator("metadata_filters")
     @classmethod

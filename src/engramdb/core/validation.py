@@ -84,6 +84,10 @@ def check_text(text: str, *, what: str, error: type[ValidationError] = InvalidVa
 def parse_json(text: str, *, what: str = "value") -> Any:
     """``text`` parsed as JSON, or an ``InvalidValueError`` (malformed, or nested so deep the
     parser gave up: it recurses). Check the result with ``check_json_tree`` before use."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _nesting(text) > MAX_JSON_DEPTH:
+        # Refused before parsing: the parser recurses, and a RecursionError deep inside it
+        # can leave the interpreter printing errors from its hooks on the way out.
+        raise InvalidValueError(f"{what} nests deeper than {MAX_JSON_DEPTH} levels", field=what)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -93,6 +97,28 @@ def parse_json(text: str, *, what: str = "value") -> Any:
         raise InvalidValueError(
             f"{what} nests deeper than {MAX_JSON_DEPTH} levels", field=what
         ) from None
+
+
+def _nesting(text: str) -> int:
+    """The deepest bracket nesting of JSON ``text`` (brackets inside strings not counted)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def check_json_tree(

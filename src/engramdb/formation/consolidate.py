@@ -16,6 +16,10 @@ Keys are the match for profile facts (``user.city``); events and activities, who
 made from their words, also match a stored key of the same prefix sharing most of its words
 ("learning portuguese" and "learning portuguese again"). Every written version carries the
 item's value, category, rule and source turns in its metadata, and its validity.
+
+An inferred item (theory of mind) is written with ``inferred: true``, its ``confidence`` and
+``standing: inferred``; it never replaces a stated one: against a stated fact under its key it
+is ``unchanged``, whatever its value.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from engramdb.orchestrator.plugin import record_item
 from engramdb.orchestrator.semantic import SemanticMemory
 
 Decision = Literal["added", "updated", "unchanged", "ended", "contradicted", "superseded"]
+#: The note of an item stored before from the same turns (a formation run again).
+FORMED_BEFORE = "already formed from these turns"
 #: How much of their words two event or activity keys share to be the same one.
 SIMILAR_KEYS = 0.75
 
@@ -70,6 +76,10 @@ class Consolidator:
             return Outcome(item, "added", key)
         stored = record_item(record)
         value = str(stored.metadata.get("value", stored.text))
+        if item.inferred and stored.metadata.get("standing", "stated") == "stated":
+            return Outcome(
+                item, "unchanged", key, value, "an inference never replaces a stated fact"
+            )
         same = _norm(value) == _norm(item.value)
         began = stored.valid_from or stored.occurred_at
         if item.operation == "end":
@@ -82,6 +92,8 @@ class Consolidator:
             await self._restate(stored, key, valid_to=item.stated_at, ended_by=list(item.sources))
             return Outcome(item, "ended", key, value)
         if same and stored.valid_to is None:
+            if stored.metadata.get("sources") == list(item.sources):
+                return Outcome(item, "unchanged", key, value, FORMED_BEFORE)
             return Outcome(item, "unchanged", key, value, "already known")
         if same or began is None or item.stated_at > began:
             await self._write(item, key, valid_from=item.stated_at)
@@ -130,7 +142,8 @@ class Consolidator:
             "category": item.category,
             "rule": item.pattern,
             "sources": list(item.sources),
-            "standing": "stated",
+            "standing": "inferred" if item.inferred else "stated",
+            **({"inferred": True, "confidence": item.confidence} if item.inferred else {}),
             **marks,
         }
         if item.starts is not None and item.ends is not None:

@@ -30,9 +30,9 @@ from engramdb.core.errors import ValidationError
 from engramdb.core.intent import MemoryItem
 from engramdb.core.model import EngramModel
 from engramdb.core.types import utc_now
-from engramdb.formation.consolidate import Consolidator, Outcome
+from engramdb.formation.consolidate import FORMED_BEFORE, Consolidator, Outcome
 from engramdb.formation.rules import RuleExtractor
-from engramdb.formation.types import CATEGORIES, Extractor, RelationRef, Turn
+from engramdb.formation.types import CATEGORIES, ExtractedItem, Extractor, RelationRef, Turn
 from engramdb.providers.graph.changes import starts
 from engramdb.providers.graph.types import GraphEntity, GraphRelation
 
@@ -78,11 +78,14 @@ class IngestReport:
     Attributes:
         turns: messages read; ``episodes``: stored as episodes.
         extractor: which extractor read them.
-        categories: outcome counts per category (``profile``, ``event``, ``activity``); an
+        categories: outcome counts per category (``profile``, ``event``, ``activity``, ``mind``); an
             update or an end also counts the old version as ``superseded``.
         outcomes: every item with its decision, key and source turns.
         entities / relations: graph writes.
-        notes: why nothing was extracted, and anything else worth saying.
+        notes: why nothing was extracted, why a chat model's extraction fell back to the
+            rules, and anything else worth saying.
+        theory_of_mind: what the extractor gives of the user's goals, beliefs, preferences
+            and intentions (stated only, without a model; inferred too, with one).
     """
 
     turns: int = 0
@@ -96,6 +99,7 @@ class IngestReport:
     relations: int = 0
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    theory_of_mind: str = ""
 
     @property
     def extracted(self) -> int:
@@ -121,6 +125,7 @@ class IngestReport:
             "entities": self.entities,
             "relations": self.relations,
             "notes": self.notes,
+            "theory_of_mind": self.theory_of_mind,
             "seconds": round(self.seconds, 3),
             "items": [
                 {
@@ -132,6 +137,11 @@ class IngestReport:
                     "previous": o.previous,
                     "sources": list(o.item.sources),
                     "rule": o.item.pattern,
+                    **(
+                        {"inferred": True, "confidence": o.item.confidence}
+                        if o.item.inferred
+                        else {}
+                    ),
                     **({"note": o.note} if o.note else {}),
                 }
                 for o in self.outcomes
@@ -199,7 +209,6 @@ async def ingest(
     started = time.perf_counter()
     pairs = to_turns(messages, utc_now())
     turns = [turn for turn, _ in pairs]
-    by_id = {t.turn_id: t for t in turns}
     chosen = extractor or RuleExtractor()
     report = IngestReport(turns=len(turns), extractor=chosen.name)
 
@@ -214,11 +223,36 @@ async def ingest(
         stored = await episodic.memorize_many([_episode(t, m) for t, m in batch])
         report.episodes += len(stored)
         step("store", len(batch))
+    await form(
+        semantic, graph, turns, report, subject=subject, extractor=chosen, step=step, totals=totals
+    )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def form(
+    semantic: SemanticMemory,
+    graph: GraphMemoryProvider,
+    turns: Sequence[Turn],
+    report: IngestReport,
+    *,
+    subject: str,
+    extractor: Extractor,
+    step: Progress | None = None,
+    totals: Progress | None = None,
+) -> None:
+    """Extract from ``turns`` (already stored as episodes, in time order) and consolidate what
+    they state into semantic and graph memory, counting the outcomes in ``report``. Forming
+    the same turns again changes nothing: each item is then ``unchanged``."""
+    by_id = {t.turn_id: t for t in turns}
     if totals is not None:
         totals("extract", len(turns))
-    extraction = await chosen.extract(turns, subject=subject)
-    step("extract", len(turns))
+    extraction = await extractor.extract(turns, subject=subject)
+    if step is not None:
+        step("extract", len(turns))
     report.notes += extraction.notes
+    report.extractor = extraction.extractor or extractor.name
+    report.theory_of_mind = extraction.mind
     consolidator = Consolidator(semantic)
     if totals is not None:
         totals("form", len(extraction.items))
@@ -231,15 +265,19 @@ async def ingest(
             )
         outcome = await consolidator.consolidate(item)
         report.count(outcome)
-        if outcome.decision in ("added", "updated", "ended") and item.relations:
+        # A fact formed before from these very turns may have lost its graph part to a
+        # crash in between: writing it again leaves an identical graph as it is.
+        changed = outcome.decision in ("added", "updated", "ended")
+        if outcome.note == FORMED_BEFORE and item.relations:
+            changed = not await _in_graph(graph, subject, item)
+        if changed and item.relations:
             entities, relations = await _graph(graph, subject, outcome)
             report.entities += entities
             report.relations += relations
-        step("form", 1)
+        if step is not None:
+            step("form", 1)
     if extraction.items and not any(o.decision != "unchanged" for o in report.outcomes):
         report.notes.append("everything extracted was already known: nothing changed")
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 def _episode(turn: Turn, message: IngestMessage) -> MemoryItem:
@@ -287,6 +325,33 @@ async def _graph(graph: GraphMemoryProvider, subject: str, outcome: Outcome) -> 
     ]
     await graph.add_relations(relations)
     return len(stored), len(relations)
+
+
+async def _in_graph(graph: GraphMemoryProvider, subject: str, item: ExtractedItem) -> bool:
+    """Whether the graph holds ``item``'s entities and relations (as of its statement)."""
+    me = await graph.find_entity(subject, "person")
+    ids = {}
+    for ref in item.entities:
+        found = await graph.find_entity(ref.name, ref.entity_type)
+        if found is None or me is None:
+            return False
+        ids[(ref.name, ref.entity_type)] = found.entity_id
+    assert me is not None
+    for rel in item.relations:
+        source = me.entity_id if rel.source is None else ids.get(_ref(rel.source))
+        target = me.entity_id if rel.target is None else ids.get(_ref(rel.target))
+        if source is None or target is None:
+            return False
+        held = await graph.get_relations(
+            source, "outgoing", rel.relation_type, as_of=item.stated_at
+        )
+        if target not in {r.target_id for r in held}:
+            return False
+    return True
+
+
+def _ref(ref: Any) -> tuple[str, str]:
+    return (ref.name, ref.entity_type)
 
 
 def _relation(

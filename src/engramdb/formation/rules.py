@@ -3,7 +3,8 @@
 Only the user's turns are read (an assistant's "I" is the assistant), one clause at a time
 (sentences, and "…, but …" / "…, and …" halves). The rules are documented with their examples
 in ``profile_rules`` (name, age, city, employer, pets, family, likes) and ``event_rules``
-(dated plans and past events, activities). A clause may state several things: "I moved to
+(dated plans and past events, activities) and ``mind_rules`` (stated goals and preferences;
+inferences need a model). A clause may state several things: "I moved to
 Porto last week" is a new city and a dated event.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from engramdb.formation.event_rules import EventFact, activity_of, event_of
+from engramdb.formation.mind_rules import mind_of
 from engramdb.formation.profile_rules import PROFILE_RULES
 from engramdb.formation.types import Category, ExtractedItem, Extraction, Turn
 
@@ -22,7 +25,14 @@ _FIRST_PERSON = re.compile(r"(?i)\b(?:i|my|we|call\s+me)\b")
 #: What the rules read, for the note of an ingest that found nothing.
 RULES_SUMMARY = (
     "first-person statements of the user: name, age, where they live or moved, where they "
-    "work or left, pets, family, likes and dislikes, dated plans and events, activities"
+    "work or left, pets, family, likes and dislikes, dated plans and events, activities, "
+    "stated goals and preferences"
+)
+#: What theory of mind the rules give, for every report they write.
+RULES_MIND = (
+    "theory of mind without a model: only goals and preferences the user states are kept "
+    "(as stated); inferred goals, beliefs, preferences and intentions need a chat model "
+    "(EngineConfig(llm=...))"
 )
 
 
@@ -60,7 +70,7 @@ class RuleExtractor:
             )
         elif not items:
             notes.append(f"no rule matched in {read} user turns; the rules read {RULES_SUMMARY}")
-        return Extraction(items, read, notes, self.name)
+        return Extraction(items, read, notes, self.name, RULES_MIND)
 
     def clause_items(self, clause: str, turn: Turn) -> list[ExtractedItem]:
         """The items one clause of ``turn`` states."""
@@ -75,15 +85,14 @@ class RuleExtractor:
                     continue
                 keys.add(fact.key)
                 found.append(
-                    ExtractedItem(
-                        category="profile",
-                        key=fact.key,
-                        value=fact.value,
-                        text=fact.text,
-                        sources=(turn.turn_id,),
-                        stated_at=turn.occurred_at,
+                    _said(
+                        turn,
+                        "profile",
+                        fact.key,
+                        fact.value,
+                        fact.text,
+                        rule,
                         operation=fact.operation,
-                        pattern=rule,
                         entities=fact.entities,
                         relations=fact.relations,
                     )
@@ -91,19 +100,31 @@ class RuleExtractor:
         event = event_of(clause, turn.occurred_at) or activity_of(clause)
         if event is not None:
             found.append(_event_item(event, turn))
+        mind = None if event is not None and event.category == "event" else mind_of(clause)
+        if mind is not None and mind.key not in keys:
+            found.append(_said(turn, "mind", mind.key, mind.value, mind.text, mind.pattern))
         return found
+
+
+def _said(
+    turn: Turn, category: Category, key: str, value: str, text: str, pattern: str, **more: Any
+) -> ExtractedItem:
+    """An item ``turn`` states."""
+    return ExtractedItem(
+        category=category,
+        key=key,
+        value=value,
+        text=text,
+        sources=(turn.turn_id,),
+        stated_at=turn.occurred_at,
+        pattern=pattern,
+        **more,
+    )
 
 
 def _event_item(event: EventFact, turn: Turn) -> ExtractedItem:
     category: Category = "event" if event.category == "event" else "activity"
-    return ExtractedItem(
-        category=category,
-        key=event.key,
-        value=event.value,
-        text=event.text,
-        sources=(turn.turn_id,),
-        stated_at=turn.occurred_at,
-        pattern=event.pattern,
-        starts=event.starts,
-        ends=event.ends,
-    )
+    return _said(
+        turn, category, event.key, event.value, event.text, event.pattern,
+        starts=event.starts, ends=event.ends,
+    )  # fmt: skip

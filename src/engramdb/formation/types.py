@@ -12,9 +12,10 @@ from typing import Literal, Protocol, runtime_checkable
 
 from engramdb.providers.graph.extract import Mention
 
-#: The categories of formed memories (rfc-2001's MemU categories).
-Category = Literal["profile", "event", "activity"]
-CATEGORIES: tuple[Category, ...] = ("profile", "event", "activity")
+#: The categories of formed memories (rfc-2001's MemU categories); ``mind`` holds the user's
+#: goals, beliefs, preferences and intentions (theory of mind), stated or inferred.
+Category = Literal["profile", "event", "activity", "mind"]
+CATEGORIES: tuple[Category, ...] = ("profile", "event", "activity", "mind")
 #: ``set``: the fact holds from the turn on; ``end``: the stored fact stops holding then.
 Operation = Literal["set", "end"]
 
@@ -56,7 +57,7 @@ class ExtractedItem:
     """One thing a turn states.
 
     Attributes:
-        category: ``profile``, ``event`` or ``activity``.
+        category: ``profile``, ``event``, ``activity`` or ``mind``.
         key: the semantic key (``user.city``, ``user.pet.rex``, ``event.<slug>``…): a later
             item with the same key is the same fact, changed.
         value: the fact's value (``"Lisbon"``), compared to decide add / update / no-op.
@@ -67,6 +68,9 @@ class ExtractedItem:
         pattern: the rule (or extractor) that found it.
         starts / ends: for a dated event, the resolved range (``ends`` exclusive).
         entities / relations: its graph form.
+        inferred: the user did not say it; a model inferred it (theory of mind). An inferred
+            item never replaces a stated one.
+        confidence: how sure the extractor is, 0 to 1 (stated items: 1).
     """
 
     category: Category
@@ -81,16 +85,21 @@ class ExtractedItem:
     ends: datetime | None = None
     entities: tuple[EntityRef, ...] = ()
     relations: tuple[RelationRef, ...] = ()
+    inferred: bool = False
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True)
 class Extraction:
-    """What an extractor found in a batch of turns, and, when nothing, why."""
+    """What an extractor found in a batch of turns, and, when nothing, why; ``extractor``
+    names the one that ran (a fallback names itself), ``mind`` says what theory of mind it
+    gives."""
 
     items: list[ExtractedItem]
     turns_read: int
     notes: list[str] = field(default_factory=list)
     extractor: str = ""
+    mind: str = ""
 
 
 @runtime_checkable

@@ -24,9 +24,12 @@ You read a conversation between a user and an assistant and extract what should 
 about the user, as JSON.
 
 - facts: what the user states about themselves or people close to them (where they live, where
-  they work, their name, age, family, pets, likes and dislikes, activities). Set "ended" when
-  the user says a fact is no longer true.
-- events: things that happened or are planned, with the time as said ("when") and, if the turn
+  they work, their name, age, family, pets, likes and dislikes, activities). Name the
+  attribute with a short word: city, employer, occupation, name, age, pet (or dog, cat, …),
+  sister, husband, …, likes, dislikes. Set "ended" when the user says a fact is no longer true
+  ("I left Acme": employer Acme, ended).
+- events: things that happened or are planned, described in one sentence about the user ("The
+  user flies to Paris for a conference"), with the time as said ("when") and, if the turn
   gives enough to know it, the date ("on", YYYY-MM-DD) resolved against the turn's own date.
 - entities and relations: named people, pets, places and organisations, and how they relate.
 - inferences: goals, beliefs, preferences or intentions the user did not state but that the

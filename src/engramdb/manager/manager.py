@@ -3,8 +3,9 @@
 * **Registration** goes through the ``ProviderRegistry`` (a projection of
   ``memory.provider.registered`` events); routing reads capabilities from it.
 * **Routing**: ``store`` goes to ``provider_id`` when given, else to the first writable
-  provider of ``tier`` that accepts the content type; ``read`` asks tiers in order working,
-  persistent, indexed and returns the first hit.
+  provider (of ``tier``, when given) that declares the content type by name (``entity`` goes to
+  the graph), else to the first of ``tier`` (working by default) that accepts any; ``read``
+  asks tiers in order working, persistent, indexed and returns the first hit.
 * **Recall** asks every provider in the query's scope that supports search, concurrently, each
   under a timeout. A provider that fails or times out is left out and reported in
   ``RecallReport.failures``, each failure marked as the query's fault (``cause="request"``: a
@@ -175,13 +176,19 @@ class MemoryManager:
                 )
             return [provider]
         tiers = TIER_ORDER if tier is None else (tier,)
-        return [
-            p
+        writable = [
+            (p, caps)
             for t in tiers
             for p in await self.providers_by_tier(t)
-            if not self._caps(p.capabilities().provider_id).read_only
-            and self._caps(p.capabilities().provider_id).accepts(content_type)
+            if not (caps := self._caps(p.capabilities().provider_id)).read_only
         ]
+        # A provider that names the content type is made for it (the graph for ``entity``);
+        # one that takes any ("*") is the fallback, so registration order never decides.
+        declared = [p for p, caps in writable if content_type in caps.content_types]
+        if declared:
+            return declared
+        fallback = tier or MemoryTier.WORKING
+        return [p for p, caps in writable if caps.tier == fallback and caps.accepts(content_type)]
 
     async def store(
         self,
@@ -189,12 +196,14 @@ class MemoryManager:
         value: Any,
         *,
         content_type: str = "fact",
-        tier: MemoryTier = MemoryTier.WORKING,
+        tier: MemoryTier | None = None,
         provider_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
     ) -> MemoryEntry:
-        """Write through the provider chosen by ``provider_id`` or ``tier``.
+        """Write through the provider chosen by ``provider_id``, or else by ``content_type``
+        and ``tier``: the first provider (of ``tier``) that declares the content type by name
+        (``"entity"``: the graph), else the first of ``tier`` (default working) accepting any.
 
         Raises:
             ProviderNotFoundError, ProviderReadOnlyError, NoProviderForTierError: routing failed.
@@ -202,9 +211,10 @@ class MemoryManager:
         """
         candidates = await self._writable(provider_id, tier, content_type)
         if not candidates:
+            chosen = tier or MemoryTier.WORKING
             raise NoProviderForTierError(
-                f"no writable provider of tier {tier.value!r} accepts {content_type!r}",
-                tier=tier.value,
+                f"no writable provider of tier {chosen.value!r} accepts {content_type!r}",
+                tier=chosen.value,
                 content_type=content_type,
             )
         return await candidates[0].write(
@@ -282,6 +292,14 @@ class MemoryManager:
         providers = await self._asked(query)
         timeout = query.timeout_s or self.recall_timeout_s
 
+        # The date range is passed only when asked for, so providers written before it
+        # keep answering every other recall.
+        window = {
+            name: value
+            for name, value in (("since", query.since), ("until", query.until))
+            if value is not None
+        }
+
         async def ask(provider: MemoryProvider) -> list[RecallResult]:
             return await asyncio.wait_for(
                 provider.search(
@@ -289,6 +307,7 @@ class MemoryManager:
                     limit=query.limit,
                     content_types=query.content_types,
                     metadata_filters=query.metadata_filters or None,
+                    **window,
                 ),
                 timeout,
             )

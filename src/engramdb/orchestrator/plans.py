@@ -3,26 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from pydantic import Field
-
-from engramdb.orchestrator.resources import Resource, ResourceStore, resource_spec
+from engramdb.orchestrator.resource_models import Plan as Plan  # importable from here too
+from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 
 NAMESPACE = "plans"
 PLAN_SPEC = resource_spec(NAMESPACE)
-
-
-class Plan(Resource):
-    """A plan: the goal event that started it, its status and its state."""
-
-    plan_id: str = Field(min_length=1, max_length=100)
-    user_id: str | None = Field(default=None, max_length=128)
-    goal_event: str = Field(min_length=1, max_length=255)
-    goal_data: dict[str, Any] = Field(default_factory=dict)
-    status: str = Field(default="running", min_length=1, max_length=50)
-    state: dict[str, Any] = Field(default_factory=dict)
 
 
 class Plans(ResourceStore[Plan]):

@@ -30,10 +30,10 @@ from engramdb.core.errors import (
     ValidationError,
     VersionConflictError,
 )
-from engramdb.core.model import EngramModel
 from engramdb.core.scope import Level
 from engramdb.core.types import utc_now
 from engramdb.core.validation import model_value, validate_key
+from engramdb.orchestrator.resource_models import Resource as Resource  # importable from here too
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import KeyText, ProjectionSpec, plain_key_text
 from engramdb.storage.records import Record, RecordQuery
@@ -43,14 +43,6 @@ TENANT_LEVELS: tuple[Level, ...] = ("tenant",)
 MAX_PAGE = 1000
 #: Deeper than any list goes, and small enough for every database's integers.
 MAX_OFFSET = 1_000_000_000
-
-
-class Resource(EngramModel):
-    """Base of the stored resources: the times and the version the store sets."""
-
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    version: int | None = None
 
 
 #: The fields the store sets, never a caller.

@@ -18,7 +18,9 @@ Old versions are not kept as records: the event log holds every version, and ``h
 reads them from it. A fact's validity (``valid_from`` / ``valid_to``) is kept with each
 version: a version ends where the next begins, and a fact whose ``valid_to`` has passed no
 longer holds (it is history, shown with ``history=True``). Facts of kind ``profile``,
-``event`` or ``activity`` are stored under that content type, the others as ``fact``.
+``event``, ``activity`` or ``mind`` are stored under that content type, the others as ``fact``.
+What a model inferred about the user (``metadata["inferred"]``) is left out of ``remember``
+unless asked for with ``inferred=True``: an agent reads what the user said first.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from engramdb.storage.backend import EventQuery
 NAMESPACE = "semantic"
 PUBLIC_NAMESPACE = "semantic_public"
 #: Item kinds stored under a content type of their own (rfc-2001's formed categories).
-_OWN_CONTENT_TYPES = frozenset({"profile", "event", "activity"})
+_OWN_CONTENT_TYPES = frozenset({"profile", "event", "activity", "mind"})
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -143,8 +145,11 @@ class SemanticMemory(StoredMemoryType):
         history: bool = False,
         as_of: datetime | None = None,
         raw: bool = False,
+        inferred: bool = False,
     ) -> list[MemoryItem]:
         """Facts relevant to ``prompt`` (private and public) that hold now, best first.
+
+        Facts a model inferred (``metadata["inferred"]``) are left out unless ``inferred``.
 
         With ``history``, each is followed by its superseded versions, newest first, and
         facts that no longer hold are kept. With ``as_of``, each fact found is given in the
@@ -159,6 +164,8 @@ class SemanticMemory(StoredMemoryType):
             else []
         )
         merged = sorted(found + public, key=lambda i: -(i.score or 0.0))
+        if not inferred:
+            merged = [i for i in merged if not i.metadata.get("inferred")]
         if as_of is not None:
             return (await self._as_of(merged, as_of, raw))[:limit]
         if not history:

@@ -4,27 +4,15 @@ record per ``session_id``, listed by user and agent."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from engramdb.core.types import utc_now
-from engramdb.orchestrator.resources import Resource, ResourceStore, resource_spec
+from engramdb.orchestrator.resource_models import Session as Session  # importable from here too
+from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 
 NAMESPACE = "sessions"
 SESSION_SPEC = resource_spec(NAMESPACE)
-
-
-class Session(Resource):
-    """A conversation session: who holds it, with which agent, and when it was last used."""
-
-    session_id: str = Field(min_length=1, max_length=100)
-    user_id: str | None = Field(default=None, max_length=128)
-    agent_id: str | None = Field(default=None, max_length=100)
-    last_interaction: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class Sessions(ResourceStore[Session]):

@@ -12,10 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from engramdb.core.validation import validate_key
-from engramdb.orchestrator.resources import Resource, ResourceStore, resource_spec
+from engramdb.orchestrator.resource_models import TaskContext as TaskContext  # importable here too
+from engramdb.orchestrator.resources import ResourceStore, resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider
 from engramdb.storage.records import RecordQuery
 
@@ -36,19 +35,6 @@ def task_key_text(key: str, value: Any, occurred_at: datetime | None) -> str:
 
 
 TASK_SPEC = resource_spec(NAMESPACE, task_key_text)
-
-
-class TaskContext(Resource):
-    """A delegated task: what asked for it, where to answer, its sub-tasks and state."""
-
-    task_id: str = Field(min_length=1, max_length=100)
-    plan_id: str | None = Field(default=None, max_length=100)
-    event_type: str = Field(min_length=1, max_length=255)
-    response_event: str | None = Field(default=None, max_length=255)
-    response_topic: str = Field(default="action-results", max_length=100)
-    data: dict[str, Any] = Field(default_factory=dict)
-    sub_tasks: list[str] = Field(default_factory=list)
-    state: dict[str, Any] = Field(default_factory=dict)
 
 
 class TaskContexts(ResourceStore[TaskContext]):

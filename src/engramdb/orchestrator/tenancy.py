@@ -36,9 +36,9 @@ from engramdb.core.errors import (
 from engramdb.core.events import MemoryDeleted, ProducerRef, TraceContext
 from engramdb.core.scope import Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
+from engramdb.orchestrator.resource_models import Resource
 from engramdb.orchestrator.resources import (
     Page,
-    Resource,
     ResourceStore,
     check_page,
     resource_spec,

@@ -7,6 +7,7 @@ when it merges providers (a provider that cannot keep that promise gets rescaled
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime
 from typing import Any
 
 from engramdb.core.types import MemoryEntry, ProviderCapabilities, RecallResult
@@ -47,8 +48,11 @@ class MemoryProvider(ABC):
         limit: int = 10,
         content_types: list[str] | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[RecallResult]:
-        """Entries matching ``query``, best first, scores in [0, 1]."""
+        """Entries matching ``query``, best first, scores in [0, 1]; with ``since`` /
+        ``until``, only those that happened at or after ``since`` and before ``until``."""
 
     @abstractmethod
     async def list_keys(

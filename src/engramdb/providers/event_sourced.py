@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from engramdb.core.errors import EmbedderUnavailableError, ProviderReadOnlyError, ValidationError
 from engramdb.core.events import (
@@ -70,6 +70,22 @@ from engramdb.storage.records import (
 UpsertStatus = Literal["created", "updated"]
 
 
+class WriteCompanion(Protocol):
+    """Work that rides along with a provider's writes: ``ops_for`` adds its own ops and events
+    to the write's transaction (committed with it or not at all), ``committed`` hears of the
+    records once they are stored."""
+
+    def ops_for(
+        self, provider: EventSourcedProvider, records: Sequence[Record]
+    ) -> tuple[list[Op], list[EventEnvelope]]:
+        """The ops and events to commit with ``records``."""
+        ...
+
+    def committed(self, provider: EventSourcedProvider, records: Sequence[Record]) -> None:
+        """``records`` were committed (their companion ops with them)."""
+        ...
+
+
 @dataclass(frozen=True)
 class WriteRequest:
     """One entry of a batched write (see ``EventSourcedProvider.write_many``); with
@@ -117,6 +133,8 @@ class EventSourcedProvider(MemoryProvider):
         self.max_value_bytes = max_value_bytes
         self.read_only = read_only
         self.trace: TraceContext | None = None
+        #: Committed with every write of this provider, when set (automatic formation).
+        self.companion: WriteCompanion | None = None
 
     def capabilities(self) -> ProviderCapabilities:
         """Its tier (persistent by default), with hybrid search."""
@@ -233,17 +251,37 @@ class EventSourcedProvider(MemoryProvider):
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
                 for r, written in zip(records, envelopes, strict=True)
             ]
+        if self.companion is not None:
+            extra_ops, extra_events = self.companion.ops_for(self, records)
+            ops += extra_ops
+            envelopes += extra_events
         result = await self.backend.commit(ops, envelopes)
+        stored = result.stored[: len(records)]
         self.indexer.committed(
             self.provider_id,
             self.partition,
-            result.stored,
+            stored,
             vectors,
             embedded[1] if embedded else None,
         )
         if self._embeds:
-            self.indexer.written(self.spec, result.stored, embedded)
-        return [record_entry(r) for r in result.stored]
+            self.indexer.written(self.spec, stored, embedded)
+        if self.companion is not None:
+            self.companion.committed(self, stored)
+        return [record_entry(r) for r in stored]
+
+    def prepared(self, requests: Sequence[WriteRequest]) -> tuple[list[Op], list[EventEnvelope]]:
+        """The ops and events that write ``requests`` without vectors, for a caller that
+        commits them in a transaction of its own."""
+        self._check_writable()
+        ops: list[Op] = []
+        envelopes: list[EventEnvelope] = []
+        for request in requests:
+            event = self._event(request)
+            envelope = self._envelope(event)
+            ops.append(Put(written_record(self.spec, self.scope, event, envelope.occurred_at)))
+            envelopes.append(envelope)
+        return ops, envelopes
 
     async def upsert_similar(
         self, request: WriteRequest, threshold: float
@@ -443,14 +481,19 @@ class EventSourcedProvider(MemoryProvider):
         limit: int = 10,
         content_types: list[str] | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[RecallResult]:
-        """Hybrid search over this partition, best first, scores in [0, 1]."""
+        """Hybrid search over this partition, best first, scores in [0, 1]; ``since`` /
+        ``until`` bound when the entries happened."""
         hits = await self.search_hits(
             SearchRequest(
                 query,
                 limit=limit,
                 content_types=tuple(content_types) if content_types is not None else None,
                 metadata=dict(metadata_filters or {}),
+                since=since,
+                until=until,
             )
         )
         return [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from engramdb.core.scope import Scope
@@ -185,12 +185,19 @@ class WorkingMemoryProvider(MemoryProvider):
         limit: int = 10,
         content_types: list[str] | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[RecallResult]:
-        """Keyword match over keys and values, best first."""
+        """Keyword match over keys and values, best first (written within ``since`` /
+        ``until``, if given)."""
         self.store.purge_expired(self.scope)
         hits = []
         for entry in self._entries.values():
             if content_types is not None and entry.content_type not in content_types:
+                continue
+            if (since is not None and entry.created_at < since) or (
+                until is not None and entry.created_at >= until
+            ):
                 continue
             if not metadata_matches(entry.metadata, metadata_filters):
                 continue

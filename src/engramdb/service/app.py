@@ -24,6 +24,7 @@ from engramdb.service.limits import BodyLimit
 from engramdb.service.mcp_mount import PATH as MCP_PATH
 from engramdb.service.mcp_mount import McpMount
 from engramdb.service.routers import ROUTERS
+from engramdb.service.routing import operation_id
 from engramdb.service.settings import ServiceSettings
 
 DESCRIPTION = """Long-term memory for LLM agents: semantic, episodic, procedural and working
@@ -57,6 +58,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served from the package's own files: see install_docs
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = chosen
     app.state.engine = engine

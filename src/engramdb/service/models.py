@@ -16,6 +16,7 @@ from pydantic import (
     JsonValue,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from engramdb.core.events import EventEnvelope
@@ -41,6 +42,11 @@ Value = Annotated[
 ]
 
 Text = Field(min_length=1, max_length=1_000_000)
+#: The memory-service spec's scope fields of a body, checked against the caller's scope.
+UserId = Field(default=None, min_length=1, max_length=128, description="Default: the caller's user")
+AgentId = Field(
+    default=None, min_length=1, max_length=128, description="Default: the X-Agent-ID header's"
+)
 
 
 class Body(BaseModel):
@@ -111,7 +117,8 @@ class KnowledgeIn(Body):
     content: str = Text
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     key: str | None = OptionalKey
-    user_id: str | None = Field(default=None, min_length=1, max_length=128)
+    user_id: str | None = UserId
+    agent_id: str | None = AgentId
     public: bool = False
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
 
@@ -136,6 +143,8 @@ class EpisodeIn(Body):
     speaker: str | None = Field(default=None, max_length=128)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     tags: list[str] = Field(default_factory=list, max_length=64)
+    user_id: str | None = UserId
+    agent_id: str | None = AgentId
 
 
 class ProcedureIn(Body):
@@ -146,9 +155,25 @@ class ProcedureIn(Body):
     content: str = Text
     procedure_type: Literal["system_prompt", "few_shot_example"] = "system_prompt"
     trigger: str | None = Field(default=None, min_length=1, max_length=4096)
+    trigger_condition: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="The memory-service spec's name of ``trigger``",
+    )
     key: str | None = OptionalKey
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    user_id: str | None = UserId
+    agent_id: str | None = AgentId
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> ProcedureIn:
+        if self.trigger is None:
+            self.trigger = self.trigger_condition
+        elif self.trigger_condition not in (None, self.trigger):
+            raise ValueError("trigger and trigger_condition name different triggers")
+        return self
 
 
 # -- working memory ---------------------------------------------------------------------------
@@ -270,6 +295,14 @@ class RecallIn(Body):
     limit: int = Field(default=10, ge=1, le=1000)
     metadata_filters: dict[str, JsonValue] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, ge=1, le=300)
+    since: AwareDatetime | None = Field(default=None, description="Happened at or after this")
+    until: AwareDatetime | None = Field(default=None, description="Happened before this")
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> RecallIn:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must be before until")
+        return self
 
 
 class FailedProvider(BaseModel):
@@ -431,5 +464,6 @@ class IngestOut(BaseModel):
     entities: int
     relations: int
     notes: list[str]
+    theory_of_mind: str = ""
     seconds: float
     items: list[dict[str, Any]]

@@ -3,9 +3,11 @@ error answers documented on every operation."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
+from fastapi.routing import APIRoute
 
 from engramdb.core.validation import KEY_PATTERN
 from engramdb.orchestrator.resources import MAX_OFFSET
@@ -28,3 +30,30 @@ def area_router(prefix: str, tag: str) -> APIRouter:
     return APIRouter(
         prefix=prefix, tags=[tag], route_class=IdempotentRoute, responses=ERROR_RESPONSES
     )
+
+
+#: Operation names of the memory-service spec's routes that read better than their handlers'.
+_READABLE: dict[tuple[str, str], str] = {
+    ("semantic", "add_knowledge"): "memorize",
+    ("semantic", "upsert_knowledge"): "upsert",
+    ("semantic", "search_knowledge"): "search",
+    ("episodic", "add_episode"): "memorize",
+    ("episodic", "recent_episodes"): "recent",
+    ("episodic", "search_episodes"): "search",
+    ("procedural", "add_procedure"): "memorize",
+    ("procedural", "procedural_context"): "context",
+    ("working", "set_state"): "set",
+    ("working", "get_state"): "get",
+    ("working", "get_plan_state"): "get_plan",
+    ("working", "delete_state"): "delete",
+    ("working", "clear_plan"): "clear",
+}
+
+
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI ``operationId`` of ``route``: ``<area>_<operation>`` (``episodic_search``,
+    ``graph_add_entity``), stable across releases since generated clients name their
+    methods after it. A route's own ``operation_id`` wins."""
+    tag = re.sub(r"\W+", "_", str(route.tags[0]).lower()) if route.tags else "engram"
+    name = _READABLE.get((tag, route.name), route.name)
+    return name if name == tag or name.startswith(f"{tag}_") else f"{tag}_{name}"

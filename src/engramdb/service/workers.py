@@ -23,6 +23,8 @@ from engramdb.storage.registry import split_target
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from engramdb.engine import EngineConfig
+
 #: The environment variable that carries the workers' settings (JSON).
 SPEC_VARIABLE = "ENGRAM_SERVE_WORKER_SPEC"
 #: What uvicorn imports in each worker.
@@ -44,12 +46,27 @@ def check_workers(target: str, workers: int) -> None:
         )
 
 
-def worker_environment(settings: ServiceSettings, target: str, *, vectors: bool) -> str:
-    """The value of ``SPEC_VARIABLE`` that makes workers serve ``target`` with ``settings``."""
-    return json.dumps(
-        {"settings": dataclasses.asdict(settings), "db": target, "vectors": vectors},
-        separators=(",", ":"),
+def engine_config(*, vectors: bool, auto_formation: bool) -> EngineConfig:
+    """The engine settings of ``engram serve``'s ``--vectors`` and ``--auto-formation``."""
+    from engramdb.engine import EngineConfig
+
+    return EngineConfig(
+        embedder="default" if vectors else None,
+        formation="auto" if auto_formation else "manual",
     )
+
+
+def worker_environment(
+    settings: ServiceSettings, target: str, *, vectors: bool, auto_formation: bool
+) -> str:
+    """The value of ``SPEC_VARIABLE`` that makes workers serve ``target`` with ``settings``."""
+    spec = {
+        "settings": dataclasses.asdict(settings),
+        "db": target,
+        "vectors": vectors,
+        "auto_formation": auto_formation,
+    }
+    return json.dumps(spec, separators=(",", ":"))
 
 
 def app_from_environment() -> FastAPI:
@@ -58,12 +75,11 @@ def app_from_environment() -> FastAPI:
     Raises:
         UsageError: the variable is missing (this was not started by ``engram serve``).
     """
-    from engramdb.engine import EngineConfig
     from engramdb.service.app import create_app
 
     raw = os.environ.get(SPEC_VARIABLE)
     if raw is None:
         raise UsageError(f"{SPEC_VARIABLE} is not set: start workers with engram serve --workers")
     spec: dict[str, Any] = json.loads(raw)
-    config = EngineConfig() if spec["vectors"] else EngineConfig(embedder=None)
+    config = engine_config(vectors=spec["vectors"], auto_formation=spec["auto_formation"])
     return create_app(ServiceSettings(**spec["settings"]), db=spec["db"], config=config)

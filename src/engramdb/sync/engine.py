@@ -79,6 +79,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
     sessions = view(SyncSessions)
     assemble = blocking(ScopedMemory.assemble)
     ingest = blocking(ScopedMemory.ingest)
+    clusters = blocking(ScopedMemory.clusters)
     last_trace = blocking(ScopedMemory.last_trace)
 
     @property
@@ -122,6 +123,7 @@ class SyncEngine(SyncView[Engine]):
     sweep_expired = blocking(Engine.sweep_expired)
     stats = blocking(Engine.stats)
     render_files = blocking(Engine.render_files)
+    formed = blocking(Engine.formed)
 
     @property
     def config(self) -> EngineConfig:

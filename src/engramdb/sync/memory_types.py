@@ -11,7 +11,8 @@ from engramdb.orchestrator.episodic import EpisodicMemory
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.plugin import StoredMemoryType
 from engramdb.orchestrator.procedural import ProceduralMemory
-from engramdb.orchestrator.resources import Resource, ResourceStore
+from engramdb.orchestrator.resource_models import Resource
+from engramdb.orchestrator.resources import ResourceStore
 from engramdb.orchestrator.semantic import SemanticMemory
 from engramdb.orchestrator.sessions import Session, Sessions
 from engramdb.orchestrator.tasks import TaskContext, TaskContexts

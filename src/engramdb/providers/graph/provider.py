@@ -461,10 +461,18 @@ class GraphMemoryProvider(MemoryProvider):
         limit: int = 10,
         content_types: list[str] | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[RecallResult]:
-        """Entities (and plain entries) matching ``query`` by words and meaning."""
+        """Entities (and plain entries) matching ``query`` by words and meaning (stored
+        within ``since`` / ``until``, if given)."""
         return await self.entries.search(
-            query, limit=limit, content_types=content_types, metadata_filters=metadata_filters
+            query,
+            limit=limit,
+            content_types=content_types,
+            metadata_filters=metadata_filters,
+            since=since,
+            until=until,
         )
 
     async def list_keys(

@@ -8,12 +8,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from engramdb.service.routers import (
+    conversation,
     entries,
     episodic,
     events,
     formation,
     graph,
     health,
+    intent,
+    items,
     plans,
     procedural,
     semantic,
@@ -27,6 +30,10 @@ ROUTERS: list[APIRouter] = [
     semantic.router,
     episodic.router,
     procedural.router,
+    conversation.router,
+    items.router,
+    # Before working: /v1/memory/working/capacity is not a plan's state (see intent).
+    intent.router,
     working.router,
     tasks.router,
     plans.router,

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Query
 
 from engramdb.core.intent import MemoryItem
+from engramdb.service.acting import acting_memory
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Items, ProcedureIn, WriteResult
@@ -18,7 +19,9 @@ router = area_router("/v1/memory/procedural", "procedural")
 
 @router.post("", status_code=201, summary="Store a rule or example")
 async def add_procedure(body: ProcedureIn, caller: WriteCaller, engine: EngineDep) -> WriteResult:
-    """Store a system-prompt rule or a few-shot example for the caller's user and agent."""
+    """Store a system-prompt rule or a few-shot example for the caller's user and agent (or
+    the body's ``user_id`` / ``agent_id``, if the caller may act for them); the trigger is
+    ``trigger`` or, as the memory-service spec names it, ``trigger_condition``."""
     metadata = dict(body.metadata)
     if body.trigger is not None:
         metadata["trigger"] = body.trigger
@@ -29,7 +32,8 @@ async def add_procedure(body: ProcedureIn, caller: WriteCaller, engine: EngineDe
         metadata=metadata,
         importance=body.importance,
     )
-    result = await caller.memory(engine).procedural.memorize(item)
+    memory = acting_memory(caller, engine, body.user_id, body.agent_id)
+    result = await memory.procedural.memorize(item)
     return WriteResult.model_validate(result.model_dump())
 
 

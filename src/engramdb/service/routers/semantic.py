@@ -8,6 +8,8 @@ from typing import Annotated
 from fastapi import Query
 
 from engramdb.core.intent import MemoryItem
+from engramdb.engine import ScopedMemory
+from engramdb.service.acting import acting_memory
 from engramdb.service.auth import ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.models import Items, KnowledgeIn, KnowledgeUpsertIn, WriteResult
@@ -24,13 +26,19 @@ def _item(body: KnowledgeIn) -> MemoryItem:
     )
 
 
+def _shared(body: KnowledgeIn, memory: ScopedMemory) -> bool:
+    # Knowledge is the tenant's unless a user restricts it: a fact stored for no user
+    # would otherwise sit in a partition no user of the tenant ever searches.
+    return body.public or memory.scope.user is None
+
+
 @router.post("", status_code=201, summary="Ingest knowledge")
 async def add_knowledge(body: KnowledgeIn, caller: WriteCaller, engine: EngineDep) -> WriteResult:
     """Store a fact: private to ``user_id`` (default: the caller's user), or shared with the
-    whole tenant when ``public``. A new value for an existing ``key`` becomes its next
-    version."""
-    memory = caller.memory(engine, user=caller.acting_as(body.user_id))
-    result = await memory.semantic.memorize(_item(body), public=body.public)
+    whole tenant when ``public`` or stored for no user at all. A new value for an existing
+    ``key`` becomes its next version."""
+    memory = acting_memory(caller, engine, body.user_id, body.agent_id)
+    result = await memory.semantic.memorize(_item(body), public=_shared(body, memory))
     return WriteResult.model_validate(result.model_dump())
 
 
@@ -40,9 +48,9 @@ async def upsert_knowledge(
 ) -> WriteResult:
     """Store a fact unless a near-identical one (similarity ≥ ``dedupe_threshold``) is
     stored, in which case that one is updated: ``status`` says which."""
-    memory = caller.memory(engine, user=caller.acting_as(body.user_id))
+    memory = acting_memory(caller, engine, body.user_id, body.agent_id)
     result = await memory.semantic.memorize(
-        _item(body), public=body.public, dedupe_threshold=body.dedupe_threshold
+        _item(body), public=_shared(body, memory), dedupe_threshold=body.dedupe_threshold
     )
     return WriteResult.model_validate(result.model_dump())
 
