@@ -7,10 +7,18 @@ from pathlib import Path
 
 import engramdb
 from engramdb.core.intent import MemoryItem
-from engramdb.evaluation.datasets import Haystack, Session, Turn
+from engramdb.evaluation.datasets import Haystack, Session, Turn, load_dataset
 from engramdb.evaluation.fact_keys import FACT_KEY, fact_key_items
-from engramdb.evaluation.harness import EngramTarget, EvalSettings, ingest, score_hits
+from engramdb.evaluation.harness import (
+    EngramTarget,
+    EvalSettings,
+    ingest,
+    run_benchmark,
+    score_hits,
+)
+from engramdb.evaluation.report import build_report, protocol_notes, summary_lines
 from engramdb.index.search_config import SearchConfig
+from tests.evaluation.conftest import WordOverlapMemory
 
 _SAID = datetime(2023, 5, 1, 9, 0, tzinfo=UTC)
 _TURNS = (
@@ -69,3 +77,21 @@ async def test_a_fact_key_makes_its_turn_findable_by_words_only_the_fact_has(
     assert texts[0] == "The user lives in Porto."
     assert shown[0] == "s1:1"
     assert sorted(shown) == ["s1:0", "s1:1", "s1:2"]
+
+
+async def test_a_run_with_fact_keys_says_so(longmemeval_file: Path) -> None:
+    dataset = load_dataset(longmemeval_file)
+    runs = [
+        await run_benchmark(dataset, WordOverlapMemory(), EvalSettings(mode="bm25", fact_keys=on))
+        for on in (False, True)
+    ]
+    plain, keyed = runs
+    assert plain.ingest.fact_keys == 0
+    assert keyed.ingest.fact_keys > 0
+    assert keyed.ingest.items == plain.ingest.items + keyed.ingest.fact_keys
+    assert "fact keys" not in summary_lines([plain])[0]
+    assert f"and {keyed.ingest.fact_keys} fact keys" in summary_lines([keyed])[0]
+    assert not any("Fact keys" in note for note in protocol_notes(plain.settings))
+    assert any("Fact keys" in note for note in protocol_notes(keyed.settings))
+    report = build_report(dataset, [keyed], selection={}, embedder={"model": "none"})
+    assert report["config"]["fact_keys"] is True
