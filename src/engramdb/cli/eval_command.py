@@ -137,6 +137,13 @@ def eval_command(
         list[str] | None,
         typer.Option("--set", help="A search setting, e.g. --set rrf_k=30 (repeatable)."),
     ] = None,
+    fact_keys: Annotated[
+        bool,
+        typer.Option(
+            "--fact-keys",
+            help="Store the facts the rules extract as extra keys of their source turns.",
+        ),
+    ] = False,
     rerank_url: Annotated[
         str | None,
         typer.Option(
@@ -169,6 +176,7 @@ def eval_command(
             granularity=granularity.value,
             depth=depth,
             search=parse_search_settings(set_search or []),
+            fact_keys=fact_keys,
         )
         dataset = select_questions(
             load_dataset(path), limit=limit_questions, sample=sample, seed=seed

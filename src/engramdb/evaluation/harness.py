@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.evaluation.datasets import Dataset, Haystack, Session
+from engramdb.evaluation.fact_keys import fact_key_items
 from engramdb.evaluation.metrics import first_occurrences, mean, percentile, score_ranking
 from engramdb.index.embedder import Embedder
 from engramdb.index.embedding_cache import PersistentEmbeddingCache
@@ -52,6 +53,9 @@ class EvalSettings:
             sessions (LongMemEval reads its whole ranking for this).
         tenant: the tenant every scope of the run uses.
         search: ``SearchConfig`` fields to set besides ``mode`` (for experiments).
+        fact_keys: after each session is stored, store the facts the rule extractor finds in
+            it as extra keys of their source turns (``evaluation.fact_keys``). Off by default:
+            on LongMemEval_S it did not help (docs/benchmarks.md, "Fact keys").
     """
 
     mode: SearchMode = "hybrid"
@@ -60,6 +64,7 @@ class EvalSettings:
     depth: int = 50
     tenant: str = "eval"
     search: dict[str, Any] = field(default_factory=dict)
+    fact_keys: bool = False
 
     def __post_init__(self) -> None:
         if not self.ks or min(self.ks) < 1:
@@ -156,13 +161,15 @@ class CategoryScores:
 
 @dataclass(frozen=True)
 class IngestStats:
-    """What ingest stored and how long it took (wall time)."""
+    """What ingest stored and how long it took (wall time); ``fact_keys`` counts the key
+    records among ``items``."""
 
     haystacks: int
     sessions: int
     turns: int
     items: int
     seconds: float
+    fact_keys: int = 0
 
     @property
     def turns_per_s(self) -> float:
@@ -304,12 +311,13 @@ async def ingest(
     settings: EvalSettings,
     progress: ProgressSink | None = None,
 ) -> IngestStats:
-    """Memorize every session of every haystack, one call per session."""
+    """Memorize every session of every haystack, one call per session (and, with
+    ``settings.fact_keys``, one more for the session's fact keys)."""
     total_turns = sum(haystack.turn_count for haystack in haystacks)
     phase = f"ingest {settings.mode}"
     progress = progress or _NoProgress()
     progress.begin(phase, total_turns)
-    sessions = items = 0
+    sessions = items = keys = 0
     started = time.perf_counter()
     for haystack in haystacks:
         for session in haystack.sessions:
@@ -318,9 +326,14 @@ async def ingest(
                 await target.memorize_session(haystack.haystack_id, session.session_id, batch)
                 sessions += 1
                 items += len(batch)
+            facts = fact_key_items(batch) if settings.fact_keys else []
+            if facts:
+                await target.memorize_session(haystack.haystack_id, session.session_id, facts)
+                items += len(facts)
+                keys += len(facts)
             progress.advance(phase, len(session.turns))
     seconds = time.perf_counter() - started
-    return IngestStats(len(haystacks), sessions, total_turns, items, seconds)
+    return IngestStats(len(haystacks), sessions, total_turns, items, seconds, keys)
 
 
 async def run_benchmark(

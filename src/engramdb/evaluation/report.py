@@ -135,6 +135,7 @@ def build_report(
             "granularity": settings.granularity,
             "remember_limit": settings.limit,
             "tenant": settings.tenant,
+            "fact_keys": settings.fact_keys,
             "embedder": embedder,
             "reranker": reranker,
         },
@@ -151,6 +152,14 @@ def protocol_notes(settings: EvalSettings) -> list[str]:
         "turn metrics read the top k hits.",
         "Ingest time is the wall time of the memorize_many calls, the embedding model loaded "
         "before; bm25 runs have no embedder, as BM25 alone needs no vectors.",
+        *(
+            [
+                "Fact keys: each fact the rules extract from a session is stored as an extra "
+                "record carrying its source turn's metadata, so a hit on it counts for that turn."
+            ]
+            if settings.fact_keys
+            else []
+        ),
     ]
 
 
@@ -215,8 +224,9 @@ def summary_lines(runs: Sequence[RunResult]) -> list[str]:
             if cache is not None
             else ""
         )
+        keys = f" and {run.ingest.fact_keys} fact keys" if run.settings.fact_keys else ""
         lines.append(
-            f"{run.mode}: ingest {run.ingest.turns} turns in {run.ingest.seconds:.1f}s "
+            f"{run.mode}: ingest {run.ingest.turns} turns{keys} in {run.ingest.seconds:.1f}s "
             f"({run.ingest.turns_per_s:.0f} turns/s{cached}); remember p50 {latency['p50']:.1f} "
             f"ms, p95 {latency['p95']:.1f} ms; recall_any{ks} {anys}"
         )
