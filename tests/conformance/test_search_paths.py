@@ -93,7 +93,7 @@ async def test_a_match_without_words_or_room_finds_nothing(backend: Backend) -> 
     await backend.commit([Put(record("a1", "apple pie"))], [])
     assert await backend.search.text(RecordQuery("ns", ALICE), '"apple"', 0) == []
     assert await backend.search.text(RecordQuery("ns", ALICE), '"_"', 5) == []
-    counts = await backend.search.document_frequencies(["apple", "_"])
+    counts = await backend.search.document_frequencies("ns", ALICE, ["apple", "_"])
     assert counts == {"apple": 1, "_": 0}
 
 

@@ -244,11 +244,15 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
 
-    Document frequencies and the mean document length are those of the records ``query``
-    selects, so scores depend on the caller's own records only, never on another tenant's.
-    A document's length is its count of distinct lexemes.
+    Document frequencies are those of the records ``query`` selects; the document count and
+    mean length are those of the partitions it reads, kept in ``text_stats`` by the writes
+    (reading them costs the same however many records there are). Scores depend on the
+    caller's own records only, never on another tenant's. A document's length is its count
+    of distinct lexemes.
     """
     where, params = record_where(query)
+    scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
+    partitions = " AND ".join(["namespace = %s", *scope_sql])
     table = table_for(query.namespace)
     text = " ".join(words)
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
@@ -259,8 +263,9 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             SELECT array_agg(DISTINCT lexeme) AS wanted
             FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
         stats AS (
-            SELECT count(*)::float8 AS docs, greatest(avg(length(tsv)), 1)::float8 AS avgdl
-            FROM {table} WHERE {where}),
+            SELECT greatest(sum(docs), 1)::float8 AS docs,
+                   greatest(sum(lexemes)::float8 / greatest(sum(docs), 1), 1) AS avgdl
+            FROM text_stats WHERE {partitions}),
         hits AS (
             SELECT id, key, tsv FROM {table}
             WHERE {where} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
@@ -280,7 +285,7 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
         ORDER BY scores.score DESC, r.key"""
-    return sql, [text, *params, *params, any_word(words), limit]
+    return sql, [text, query.namespace, *scope_params, *params, any_word(words), limit]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
