@@ -35,7 +35,7 @@ async def bm25_engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
 
 
 async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
-    bm25_engine: Engine,
+    bm25_engine: Engine, request: pytest.FixtureRequest
 ) -> None:
     mine = bm25_engine.scope(tenant="a", user="u")
     theirs = bm25_engine.scope(tenant="b", user="u")
@@ -43,17 +43,25 @@ async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
         await mine.episodic.memorize(MemoryItem(text=text, role="user"))
     await mine.episodic.memorize(MemoryItem(text="We cooked pasta", role="user"))
     question = "did I travel to zanzibar or buy a kayak"
-    before = [hit.text for hit in await mine.episodic.remember(question)]
-    assert set(before) == {"I bought a red kayak yesterday", "I flew to Zanzibar with my sister"}
-    for start in range(0, 3000, 500):
+    before = [(hit.text, hit.score) for hit in await mine.episodic.remember(question)]
+    assert {text for text, _ in before} == {
+        "I bought a red kayak yesterday",
+        "I flew to Zanzibar with my sister",
+    }
+    # Enough of another tenant's records, all holding one of the question's words, to make
+    # it common in the store as a whole: neither its pruning nor its scores may follow.
+    for start in range(0, 6000, 1000):
         await theirs.episodic.memorize_many(
             [
                 MemoryItem(text=f"zanzibar zanzibar note {n}", role="user")
-                for n in range(start, start + 500)
+                for n in range(start, start + 1000)
             ]
         )
-    after = [hit.text for hit in await mine.episodic.remember(question)]
-    assert set(after) == set(before)
+    after = [(hit.text, hit.score) for hit in await mine.episodic.remember(question)]
+    assert [text for text, _ in after] == [text for text, _ in before]
+    if request.node.callspec.params["bm25_engine"] == "sqlite":
+        pytest.xfail("FTS5's bm25() weighs words by the whole index, every tenant's records")
+    assert after == before
 
 
 async def test_text_and_text_ids_agree_when_the_best_matches_are_another_partitions(

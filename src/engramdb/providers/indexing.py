@@ -45,9 +45,10 @@ _log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
 #: How long a word's document frequency (and a partition's size) is trusted, and the
-#: partition size below which no word is ever dropped from a full-text query.
+#: partition size below which no word is ever dropped from a full-text query (in fewer
+#: documents a word's share says little of how common it is).
 DF_TTL_S = 60.0
-MIN_DOCS_TO_PRUNE = 5000
+MIN_DOCS_TO_PRUNE = 100
 #: The longest a search waits for a busy embedding model before ranking by full text alone.
 QUERY_PATIENCE_S = 2.0
 
