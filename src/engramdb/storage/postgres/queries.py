@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engramdb.core.scope import LEVELS, Level, ScopeFilter
+from engramdb.core.scope import LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.validation import to_json
 from engramdb.storage.backend import EventQuery
-from engramdb.storage.postgres.schema import TEXT_CONFIG, table_for
+from engramdb.storage.postgres.schema import PARTITION_WORDS, TEXT_CONFIG, table_for
 from engramdb.storage.records import RecordQuery, as_filter
 from engramdb.storage.rows import (
     EVENT_COLUMNS,
@@ -240,6 +240,21 @@ def any_word(words: list[str]) -> str:
     return " or ".join(p for p in map(word_phrase, words) if p is not None)
 
 
+#: A condition, on the partitions' own words index (see ``schema.PARTITION_WORDS``), that a
+#: record holds any lexeme of a text (parameters: ``partition_word_params``): only the
+#: partition's postings of those words are read, however large it or the table is.
+PARTITION_WORD_MATCH = (
+    f"{PARTITION_WORDS} && array(SELECT engram_partition_key(%s, %s, %s, %s, %s, %s) "
+    f"|| lexeme FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', "
+    "engram_text_words(%s)))) AS lexeme)"
+)
+
+
+def partition_word_params(namespace: str, scope: Scope, text: str) -> list[Any]:
+    """The parameters of ``partition_words`` for the words of ``text``."""
+    return [namespace, *scope.columns(), text]
+
+
 def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
@@ -255,6 +270,10 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
     partitions = " AND ".join(["namespace = %s", *scope_sql])
     table = table_for(query.namespace)
     text = " ".join(words)
+    narrow, narrow_params = "", []
+    if isinstance(query.scope, Scope):
+        narrow = f" AND {PARTITION_WORD_MATCH}"
+        narrow_params = partition_word_params(query.namespace, query.scope, text)
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
@@ -268,7 +287,7 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             FROM text_stats WHERE {partitions}),
         hits AS (
             SELECT id, key, tsv FROM {table}
-            WHERE {where} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
+            WHERE {where}{narrow} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
         tf AS (
             SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
                    length(hits.tsv)::float8 AS dl
@@ -285,7 +304,15 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
         ORDER BY scores.score DESC, r.key"""
-    return sql, [text, query.namespace, *scope_params, *params, any_word(words), limit]
+    return sql, [
+        text,
+        query.namespace,
+        *scope_params,
+        *params,
+        *narrow_params,
+        any_word(words),
+        limit,
+    ]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

@@ -296,6 +296,9 @@ _TEXT_TOKENS = (
 )
 
 _STATS_KEY = "namespace, tenant, user_id, agent, session, plan"
+PARTITION_WORDS_ARGS = "text, text, text, text, text, text, tsvector"
+#: A record's words, each prefixed with its partition's key (migration 0012's index).
+PARTITION_WORDS = f"engram_partition_words({_STATS_KEY}, tsv)"
 #: Rows of an update whose text or partition changed (the others leave the statistics be).
 _MOVED = (
     "(SELECT {side}.* FROM old_rows o JOIN new_rows n USING (id) "
@@ -354,21 +357,23 @@ def _text_stats() -> tuple[str, ...]:
             PRIMARY KEY ({_STATS_KEY})
         )""",
         "CREATE INDEX text_stats_tenant ON text_stats (tenant_uuid)",
-        # The words' index also holds each record's tenant and user, so a partition's matches
-        # are the intersection of its posting lists, found without reading another tenant's
-        # matches or the partition's other rows (the planner filtered every row of a large
-        # partition by its words rather than use the words' index).
-        "CREATE EXTENSION IF NOT EXISTS btree_gin",
-        *(
-            statement
-            for table in RECORD_TABLES
-            for statement in (
-                f"DROP INDEX {table}_text",
-                f"CREATE INDEX {table}_text ON {table} USING gin (tenant, user_id, tsv)",
-            )
-        ),
         *_security("text_stats"),
         "ALTER TABLE text_stats NO FORCE ROW LEVEL SECURITY",
+        # Each record's words are indexed once more, each prefixed with its partition's key,
+        # so that a partition's search reads only its own postings of its own words (the
+        # words' index holds every tenant's; the partition's index, every row of it).
+        """CREATE FUNCTION engram_partition_key(text, text, text, text, text, text)
+            RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            SELECT left(md5($1 || chr(31) || $2 || chr(31) || $3 || chr(31) || $4
+                            || chr(31) || $5 || chr(31) || $6), 16) || ':' $$""",
+        f"""CREATE FUNCTION engram_partition_words({PARTITION_WORDS_ARGS})
+            RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            SELECT array(SELECT engram_partition_key($1, $2, $3, $4, $5, $6) || lexeme
+                         FROM unnest(tsvector_to_array($7)) AS lexeme) $$""",
+        *(
+            f"CREATE INDEX {table}_partition_words ON {table} USING gin ({PARTITION_WORDS})"
+            for table in RECORD_TABLES
+        ),
         f"""CREATE FUNCTION engram_text_stats() RETURNS trigger LANGUAGE plpgsql
         SECURITY DEFINER SET search_path = public, pg_temp AS $$
         BEGIN

@@ -16,10 +16,12 @@ from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
+    PARTITION_WORD_MATCH,
     any_word,
     match_words,
     nearest_select,
     part_vector_select,
+    partition_word_params,
     record_select,
     record_select_list,
     text_search,
@@ -94,8 +96,9 @@ class PostgresSearch:
                     continue
                 cursor = await conn.execute(
                     f"SELECT count(*) FROM {table} WHERE {PARTITION} "
+                    f"AND {PARTITION_WORD_MATCH} "
                     f"AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
-                    (*base, phrase),
+                    (*base, *partition_word_params(namespace, scope, term), phrase),
                 )
                 row = await cursor.fetchone()
                 counts[term] = int(row[0]) if row else 0
