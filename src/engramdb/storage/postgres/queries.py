@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engramdb.core.scope import LEVELS, Level, Scope, ScopeFilter
+from engramdb.core.scope import LEVELS, Level, ScopeFilter
 from engramdb.core.validation import to_json
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.postgres.schema import PARTITION_WORDS, TEXT_CONFIG, table_for
@@ -240,22 +240,22 @@ def any_word(words: list[str]) -> str:
     return " or ".join(p for p in map(word_phrase, words) if p is not None)
 
 
-#: A condition, on the partitions' own words index (see ``schema.PARTITION_WORDS``), that a
-#: record holds any lexeme of a text (parameters: ``partition_word_params``): only the
-#: partition's postings of those words are read, however large it or the table is.
-PARTITION_WORD_MATCH = (
-    f"{PARTITION_WORDS} && array(SELECT engram_partition_key(%s, %s, %s, %s, %s, %s) "
-    f"|| lexeme FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', "
-    "engram_text_words(%s)))) AS lexeme)"
+#: The keys of a text's lexemes in a partition's words index (see ``schema.PARTITION_WORDS``);
+#: parameters: the partition's namespace and scope columns, then the text.
+PARTITION_WORD_KEYS = (
+    "SELECT array(SELECT engram_partition_key(%s, %s, %s, %s, %s, %s) || lexeme "
+    f"FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))) "
+    "AS lexeme)"
 )
+#: Whether a record holds any of some keys (``PARTITION_WORD_KEYS``, one text[] parameter):
+#: only the partition's postings of those words are read, however large it or the table is.
+#: The keys are a constant of the statement, so that the planner sees how few rows match.
+PARTITION_WORD_MATCH = f"{PARTITION_WORDS} && %s::text[]"
 
 
-def partition_word_params(namespace: str, scope: Scope, text: str) -> list[Any]:
-    """The parameters of ``partition_words`` for the words of ``text``."""
-    return [namespace, *scope.columns(), text]
-
-
-def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, list[Any]]:
+def text_search(
+    query: RecordQuery, words: list[str], limit: int, keys: list[str] | None = None
+) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
 
@@ -270,10 +270,8 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
     partitions = " AND ".join(["namespace = %s", *scope_sql])
     table = table_for(query.namespace)
     text = " ".join(words)
-    narrow, narrow_params = "", []
-    if isinstance(query.scope, Scope):
-        narrow = f" AND {PARTITION_WORD_MATCH}"
-        narrow_params = partition_word_params(query.namespace, query.scope, text)
+    # ``keys``: the query's words in its partition's words index (one partition's query).
+    narrow, narrow_params = ("", []) if keys is None else (f" AND {PARTITION_WORD_MATCH}", [keys])
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.

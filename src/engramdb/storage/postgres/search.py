@@ -11,17 +11,17 @@ from typing import Any
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
-from engramdb.storage.postgres.connection import PostgresPool
+from engramdb.storage.postgres.connection import Connection, PostgresPool
 from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
+    PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
     any_word,
     match_words,
     nearest_select,
     part_vector_select,
-    partition_word_params,
     record_select,
     record_select_list,
     text_search,
@@ -49,6 +49,16 @@ _TABLES_OF_IDS = " UNION ALL ".join(
 )
 
 
+async def _word_keys(conn: Connection, namespace: str, scope: Scope, text: str) -> list[str]:
+    """The keys of ``text``'s words in the partition's words index. The search statement is
+    then planned for these very keys (a custom plan each time: a generic one cannot know how
+    few records hold them, and would rather filter every row of the partition)."""
+    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    cursor = await conn.execute(PARTITION_WORD_KEYS, (namespace, *scope.columns(), text))
+    row = await cursor.fetchone()
+    return list(row[0]) if row and row[0] else []
+
+
 class PostgresSearch:
     """Candidate retrieval for hybrid recall, one pooled transaction per call."""
 
@@ -69,8 +79,11 @@ class PostgresSearch:
         words = match_words(match)
         if not any_word(words) or limit <= 0:
             return []
-        sql, params = text_search(query, words, limit)
         async with self._pool.transaction(context_for([query.scope])) as conn:
+            keys = None
+            if isinstance(query.scope, Scope):
+                keys = await _word_keys(conn, query.namespace, query.scope, " ".join(words))
+            sql, params = text_search(query, words, limit, keys)
             rows = await (await conn.execute(sql, params)).fetchall()
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
@@ -94,11 +107,12 @@ class PostgresSearch:
                 if phrase is None:
                     counts[term] = 0  # no letter or digit: the index holds no such word
                     continue
+                keys = await _word_keys(conn, namespace, scope, term)
                 cursor = await conn.execute(
                     f"SELECT count(*) FROM {table} WHERE {PARTITION} "
                     f"AND {PARTITION_WORD_MATCH} "
                     f"AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
-                    (*base, *partition_word_params(namespace, scope, term), phrase),
+                    (*base, keys, phrase),
                 )
                 row = await cursor.fetchone()
                 counts[term] = int(row[0]) if row else 0
