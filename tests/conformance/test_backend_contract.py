@@ -245,14 +245,31 @@ async def test_text_search_ranks_within_the_partition_whatever_others_hold(
         assert ids == [(r.id, score) for r, score in found]
 
 
-async def test_document_frequencies_count_the_records_holding_each_word(backend: Backend) -> None:
+async def test_document_frequencies_count_the_partitions_records_holding_each_word(
+    backend: Backend,
+) -> None:
     texts = ["apple pie", "apple tart", "pear tart", "plum"]
     await backend.commit(
         [Put(record(f"k{n}", ALICE if n % 2 else BOB, text=t)) for n, t in enumerate(texts)], []
     )
-    counts = await backend.search.document_frequencies(["apple", "tart", "plum", "kiwi"])
-    assert counts == {"apple": 2, "tart": 2, "plum": 1, "kiwi": 0}
-    assert await backend.search.document_count() == 4
+    words = ["apple", "tart", "plum", "kiwi"]
+    # Each partition counts its own records only.
+    assert await backend.search.document_frequencies("ns", ALICE, words) == {
+        "apple": 1,
+        "tart": 1,
+        "plum": 1,
+        "kiwi": 0,
+    }
+    assert await backend.search.document_frequencies("ns", BOB, words) == {
+        "apple": 1,
+        "tart": 1,
+        "plum": 0,
+        "kiwi": 0,
+    }
+    assert await backend.search.document_frequencies("other", BOB, words) == dict.fromkeys(words, 0)
+    assert await backend.search.document_count("ns", ALICE) == 2
+    assert await backend.search.document_count("ns", BOB) == 2
+    assert await backend.search.document_count("ns", GLOBEX) == 0
 
 
 async def test_vectors_are_counted_per_model_and_dropped_all_but_one(backend: Backend) -> None:

@@ -27,33 +27,50 @@ def record(key: str, text: str, scope: Scope = ALICE, **fields: object) -> Recor
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def bm25_engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+def bm25_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store on each backend, for engines without vectors."""
+    return str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+
+
+@pytest.fixture
+async def bm25_engine(bm25_target: str) -> AsyncIterator[Engine]:
     """An engine without vectors on each backend."""
-    target = str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
-    async with engramdb.open(target, config=EngineConfig(embedder=None)) as opened:
+    async with engramdb.open(bm25_target, config=EngineConfig(embedder=None)) as opened:
         yield opened
 
 
 async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
-    bm25_engine: Engine,
+    bm25_target: str, request: pytest.FixtureRequest
 ) -> None:
-    mine = bm25_engine.scope(tenant="a", user="u")
-    theirs = bm25_engine.scope(tenant="b", user="u")
-    for text in ("I bought a red kayak yesterday", "I flew to Zanzibar with my sister"):
-        await mine.episodic.memorize(MemoryItem(text=text, role="user"))
-    await mine.episodic.memorize(MemoryItem(text="We cooked pasta", role="user"))
     question = "did I travel to zanzibar or buy a kayak"
-    before = [hit.text for hit in await mine.episodic.remember(question)]
-    assert set(before) == {"I bought a red kayak yesterday", "I flew to Zanzibar with my sister"}
-    for start in range(0, 3000, 500):
-        await theirs.episodic.memorize_many(
-            [
-                MemoryItem(text=f"zanzibar zanzibar note {n}", role="user")
-                for n in range(start, start + 500)
-            ]
-        )
-    after = [hit.text for hit in await mine.episodic.remember(question)]
-    assert set(after) == set(before)
+    async with engramdb.open(bm25_target, config=EngineConfig(embedder=None)) as engine:
+        mine = engine.scope(tenant="a", user="u")
+        for text in ("I bought a red kayak yesterday", "I flew to Zanzibar with my sister"):
+            await mine.episodic.memorize(MemoryItem(text=text, role="user"))
+        await mine.episodic.memorize(MemoryItem(text="We cooked pasta", role="user"))
+        before = [(hit.text, hit.score) for hit in await mine.episodic.remember(question)]
+        assert {text for text, _ in before} == {
+            "I bought a red kayak yesterday",
+            "I flew to Zanzibar with my sister",
+        }
+        # Enough of another tenant's records, all holding one of the question's words, to
+        # make it common in the store as a whole: neither pruning nor scores may follow.
+        theirs = engine.scope(tenant="b", user="u")
+        for start in range(0, 6000, 1000):
+            await theirs.episodic.memorize_many(
+                [
+                    MemoryItem(text=f"zanzibar zanzibar note {n}", role="user")
+                    for n in range(start, start + 1000)
+                ]
+            )
+    # A fresh engine: nothing remembered from before the other tenant's writes.
+    async with engramdb.open(bm25_target, config=EngineConfig(embedder=None)) as engine:
+        mine = engine.scope(tenant="a", user="u")
+        after = [(hit.text, hit.score) for hit in await mine.episodic.remember(question)]
+    assert [text for text, _ in after] == [text for text, _ in before]
+    if request.node.callspec.params["bm25_target"] == "sqlite":
+        pytest.xfail("FTS5's bm25() weighs words by the whole index, every tenant's records")
+    assert after == before
 
 
 async def test_text_and_text_ids_agree_when_the_best_matches_are_another_partitions(
@@ -93,7 +110,7 @@ async def test_a_match_without_words_or_room_finds_nothing(backend: Backend) -> 
     await backend.commit([Put(record("a1", "apple pie"))], [])
     assert await backend.search.text(RecordQuery("ns", ALICE), '"apple"', 0) == []
     assert await backend.search.text(RecordQuery("ns", ALICE), '"_"', 5) == []
-    counts = await backend.search.document_frequencies(["apple", "_"])
+    counts = await backend.search.document_frequencies("ns", ALICE, ["apple", "_"])
     assert counts == {"apple": 1, "_": 0}
 
 

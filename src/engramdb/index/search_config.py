@@ -35,9 +35,9 @@ class SearchConfig:
         time_boost: extra weight for hits inside a time range the query names (0 disables).
         neighbours: how many adjacent turns of the same session to add around each hit.
         neighbour_decay: a neighbour's score relative to the hit that brought it.
-        max_term_share: full-text query words found in more than this share of all documents
-            are left out when the index is large (they barely move BM25 yet make it score
-            every document that holds them); 0 keeps every word.
+        max_term_share: full-text query words found in more than this share of the
+            partition's documents are left out when the partition is large (they barely move
+            BM25 yet make it score every document that holds them); 0 keeps every word.
         max_scored_docs: in a large partition, the most common query words are left out while
             the rest would have BM25 score more than this many of its documents (each scored
             document costs time; the words left out are the least telling); 0 keeps them.

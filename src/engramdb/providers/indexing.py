@@ -44,10 +44,11 @@ from engramdb.storage.search_backend import NativeVectorSearch
 _log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
-#: How long a word's document frequency (and the index's size) is trusted, and the index
-#: size below which no word is ever dropped from a full-text query.
+#: How long a word's document frequency (and a partition's size) is trusted, and the
+#: partition size below which no word is ever dropped from a full-text query (in fewer
+#: documents a word's share says little of how common it is).
 DF_TTL_S = 60.0
-MIN_DOCS_TO_PRUNE = 5000
+MIN_DOCS_TO_PRUNE = 100
 #: The longest a search waits for a busy embedding model before ranking by full text alone.
 QUERY_PATIENCE_S = 2.0
 
@@ -110,15 +111,15 @@ class Indexer:
         self.embedder = embedder
         self.config = config or SearchConfig()
         self.reranker = reranker
-        #: Below this many indexed documents no word is dropped as too common.
+        #: Below this many documents in a partition no word is dropped as too common.
         self.min_docs_to_prune = min_docs_to_prune
         self._indexes: dict[tuple[str, Scope], VectorIndex] = {}
         # Several memory types embed the same prompt in one turn, often at the same moment:
         # each prompt is embedded once, and callers share the one computation in flight.
         self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
         # Statistics that steer which words are scored, never which documents match.
-        self._df: TTLCache[str, int] = _remembered(50_000)
-        self._sizes: TTLCache[tuple[str, Scope] | None, int] = _remembered(10_000)
+        self._df: TTLCache[tuple[tuple[str, Scope], str], int] = _remembered(50_000)
+        self._sizes: TTLCache[tuple[str, Scope], int] = _remembered(10_000)
         self._version: int | None = None
         self._checked = -STALE_AFTER_S
         self._lock = asyncio.Lock()
@@ -481,46 +482,39 @@ class Indexer:
     async def _selective(self, terms: list[str], namespace: str, partition: Scope) -> list[str]:
         """``terms`` without the ones too common to be worth scoring.
 
-        Two rules, both on the index's document frequencies: words found in more than
-        ``max_term_share`` of a large index are left out; then, while the words left would
-        have BM25 score more than ``max_scored_docs`` documents of this partition (estimated
-        from the partition's share of the index), the most common one is left out. The rarest
-        word always stays. Frequencies and sizes are remembered for a minute: they only steer
-        which words are scored, never which documents match.
+        Two rules, both on the partition's own document frequencies (another tenant's
+        records never change which words are scored): words found in more than
+        ``max_term_share`` of a large partition are left out; then, while the words left
+        would have BM25 score more than ``max_scored_docs`` of its documents, the most common
+        one is left out. The rarest word always stays. Frequencies and sizes are remembered
+        for a minute: they only steer which words are scored, never which documents match.
         """
         config = self.config
         if (config.max_term_share <= 0 and not config.max_scored_docs) or len(terms) < 2:
             return terms
-        unknown = [t for t in terms if t not in self._df]
+        slot = (namespace, partition)
+        unknown = [t for t in terms if (slot, t) not in self._df]
         if unknown:
-            self._df.update(await self.backend.search.document_frequencies(unknown))
-        total = await self._size(None)
-        df = {t: self._df.get(t, 0) for t in terms}
+            found = await self.backend.search.document_frequencies(namespace, partition, unknown)
+            self._df.update({(slot, t): n for t, n in found.items()})
+        total = await self._size(slot)
+        df = {t: self._df.get((slot, t), 0) for t in terms}
         kept = terms
         if config.max_term_share > 0 and total >= self.min_docs_to_prune:
             kept = [t for t in terms if df[t] <= config.max_term_share * total]
             kept = kept or [min(terms, key=df.__getitem__)]
-        if config.max_scored_docs and len(kept) > 1 and total:
-            share = await self._size((namespace, partition)) / total
+        if config.max_scored_docs and len(kept) > 1:
             by_rarity = sorted(kept, key=lambda t: (df[t], t))
-            while len(by_rarity) > 1 and share * sum(df[t] for t in by_rarity) > (
-                config.max_scored_docs
-            ):
+            while len(by_rarity) > 1 and sum(df[t] for t in by_rarity) > config.max_scored_docs:
                 by_rarity.pop()
             kept = [t for t in kept if t in by_rarity]
         return kept
 
-    async def _size(self, partition: tuple[str, Scope] | None) -> int:
-        """How many records a (namespace, partition) holds, or (``None``) the whole index
-        (remembered for a minute; the index is counted apart from the words: counting a large
-        one takes milliseconds)."""
+    async def _size(self, partition: tuple[str, Scope]) -> int:
+        """How many records a (namespace, partition) holds (remembered for a minute)."""
         known = self._sizes.get(partition)
         if known is None:
-            if partition is None:
-                known = await self.backend.search.document_count()
-            else:
-                known = await self.backend.count(RecordQuery(*partition))
-            self._sizes[partition] = known
+            known = self._sizes[partition] = await self.backend.search.document_count(*partition)
         return known
 
     async def _vector_scores(

@@ -24,12 +24,15 @@ class SearchBackend(Protocol):
         records it keeps."""
         ...
 
-    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed documents hold each term."""
+    async def document_frequencies(
+        self, namespace: str, scope: Scope, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """How many of the partition's records hold each term (never counting another
+        partition's)."""
         ...
 
-    async def document_count(self) -> int:
-        """How many documents the full-text index holds."""
+    async def document_count(self, namespace: str, scope: Scope) -> int:
+        """How many records the partition holds, from statistics its writes keep."""
         ...
 
     async def record_ids(self, query: RecordQuery) -> list[int]:

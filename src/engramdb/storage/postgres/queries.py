@@ -13,7 +13,7 @@ from typing import Any
 from engramdb.core.scope import LEVELS, Level, ScopeFilter
 from engramdb.core.validation import to_json
 from engramdb.storage.backend import EventQuery
-from engramdb.storage.postgres.schema import TEXT_CONFIG, table_for
+from engramdb.storage.postgres.schema import PARTITION_WORDS, TEXT_CONFIG, table_for
 from engramdb.storage.records import RecordQuery, as_filter
 from engramdb.storage.rows import (
     EVENT_COLUMNS,
@@ -240,17 +240,38 @@ def any_word(words: list[str]) -> str:
     return " or ".join(p for p in map(word_phrase, words) if p is not None)
 
 
-def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, list[Any]]:
+#: The keys of a text's lexemes in a partition's words index (see ``schema.PARTITION_WORDS``);
+#: parameters: the partition's namespace and scope columns, then the text.
+PARTITION_WORD_KEYS = (
+    "SELECT array(SELECT engram_partition_key(%s, %s, %s, %s, %s, %s) || lexeme "
+    f"FROM unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))) "
+    "AS lexeme)"
+)
+#: Whether a record holds any of some keys (``PARTITION_WORD_KEYS``, one text[] parameter):
+#: only the partition's postings of those words are read, however large it or the table is.
+#: The keys are a constant of the statement, so that the planner sees how few rows match.
+PARTITION_WORD_MATCH = f"{PARTITION_WORDS} && %s::text[]"
+
+
+def text_search(
+    query: RecordQuery, words: list[str], limit: int, keys: list[str] | None = None
+) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
 
-    Document frequencies and the mean document length are those of the records ``query``
-    selects, so scores depend on the caller's own records only, never on another tenant's.
-    A document's length is its count of distinct lexemes.
+    Document frequencies are those of the records ``query`` selects; the document count and
+    mean length are those of the partitions it reads, kept in ``text_stats`` by the writes
+    (reading them costs the same however many records there are). Scores depend on the
+    caller's own records only, never on another tenant's. A document's length is its count
+    of distinct lexemes.
     """
     where, params = record_where(query)
+    scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
+    partitions = " AND ".join(["namespace = %s", *scope_sql])
     table = table_for(query.namespace)
     text = " ".join(words)
+    # ``keys``: the query's words in its partition's words index (one partition's query).
+    narrow, narrow_params = ("", []) if keys is None else (f" AND {PARTITION_WORD_MATCH}", [keys])
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
@@ -259,11 +280,12 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             SELECT array_agg(DISTINCT lexeme) AS wanted
             FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
         stats AS (
-            SELECT count(*)::float8 AS docs, greatest(avg(length(tsv)), 1)::float8 AS avgdl
-            FROM {table} WHERE {where}),
+            SELECT greatest(sum(docs), 1)::float8 AS docs,
+                   greatest(sum(lexemes)::float8 / greatest(sum(docs), 1), 1) AS avgdl
+            FROM text_stats WHERE {partitions}),
         hits AS (
             SELECT id, key, tsv FROM {table}
-            WHERE {where} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
+            WHERE {where}{narrow} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
         tf AS (
             SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
                    length(hits.tsv)::float8 AS dl
@@ -280,7 +302,15 @@ def text_search(query: RecordQuery, words: list[str], limit: int) -> tuple[str, 
             ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
         ORDER BY scores.score DESC, r.key"""
-    return sql, [text, *params, *params, any_word(words), limit]
+    return sql, [
+        text,
+        query.namespace,
+        *scope_params,
+        *params,
+        *narrow_params,
+        any_word(words),
+        limit,
+    ]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

@@ -25,7 +25,7 @@ from engramdb.storage.postgres.queries import (
     record_select_list,
     scope_clauses,
 )
-from engramdb.storage.postgres.schema import table_for
+from engramdb.storage.postgres.schema import recount_text_stats, table_for
 from engramdb.storage.postgres.tenancy import context_for, tenant_uuid, user_uuid
 from engramdb.storage.rebuild import (
     SLOT_COLUMNS,
@@ -110,6 +110,10 @@ class PostgresRebuild:
                 await self._store(conn, still_planned(changes, stored, progress))
             if settle:
                 await self._settle(conn, progress)
+                # The rebuilt partitions' full-text statistics are counted afresh from what
+                # they now hold (the writes kept them, but a rebuild is where drift ends).
+                for statement in recount_text_stats(self._table, self._where):
+                    await conn.execute(statement, self._params)
 
     async def _mark_touched(self, conn: Connection, progress: Progress) -> None:
         sql, params = event_where(replace(self._source, after=progress.position))

@@ -295,6 +295,129 @@ _TEXT_TOKENS = (
     ),
 )
 
+_STATS_KEY = "namespace, tenant, user_id, agent, session, plan"
+PARTITION_WORDS_ARGS = "text, text, text, text, text, text, tsvector"
+#: A record's words, each prefixed with its partition's key (migration 0012's index).
+PARTITION_WORDS = f"engram_partition_words({_STATS_KEY}, tsv)"
+#: Rows of an update whose text or partition changed (the others leave the statistics be).
+_MOVED = (
+    "(SELECT {side}.* FROM old_rows o JOIN new_rows n USING (id) "
+    "WHERE (o.tsv, o.namespace, o.tenant, o.user_id, o.agent, o.session, o.plan) "
+    "IS DISTINCT FROM (n.tsv, n.namespace, n.tenant, n.user_id, n.agent, n.session, n.plan)) "
+    "AS moved"
+)
+
+
+def _stats_rows(rows: str) -> str:
+    """Per partition of the records ``rows``: its tenant id, key, count and total length."""
+    return (
+        f"SELECT tenant_uuid, {_STATS_KEY}, count(*) AS docs, "
+        f"coalesce(sum(length(tsv)), 0) AS lexemes FROM {rows} "
+        f"GROUP BY tenant_uuid, {_STATS_KEY}"
+    )
+
+
+def _stats_add(rows: str) -> str:
+    """Count the records ``rows`` into their partitions' statistics, in key order so that
+    concurrent writers lock rows alike."""
+    return f"""
+        INSERT INTO text_stats AS s (tenant_uuid, {_STATS_KEY}, docs, lexemes)
+        {_stats_rows(rows)} ORDER BY {_STATS_KEY}
+        ON CONFLICT ({_STATS_KEY}) DO UPDATE
+        SET docs = s.docs + excluded.docs, lexemes = s.lexemes + excluded.lexemes"""
+
+
+def _stats_take(rows: str) -> str:
+    """Count the records ``rows`` out of their partitions' statistics (a partition whose row
+    is gone, its tenant being deleted, has nothing left to count)."""
+    keys = " AND ".join(f"s.{c} = d.{c}" for c in _STATS_KEY.split(", "))
+    return f"""
+        UPDATE text_stats AS s SET docs = s.docs - d.docs, lexemes = s.lexemes - d.lexemes
+        FROM ({_stats_rows(rows)}) AS d WHERE {keys}"""
+
+
+def _text_stats() -> tuple[str, ...]:
+    """Each partition's record count and total document length (distinct lexemes), kept by
+    statement triggers in the writing transaction, so BM25 reads them instead of counting the
+    partition on every query, and nothing of another tenant enters a tenant's scores.
+
+    The trigger function runs as its owner (who is not bound by the table's row security),
+    so that writes by any role, and cascades of a tenant's deletion, keep the counts."""
+    return (
+        f"""CREATE TABLE text_stats (
+            tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+            namespace text COLLATE "C" NOT NULL,
+            tenant text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            agent text COLLATE "C" NOT NULL,
+            session text COLLATE "C" NOT NULL,
+            plan text COLLATE "C" NOT NULL,
+            docs bigint NOT NULL,
+            lexemes bigint NOT NULL,
+            PRIMARY KEY ({_STATS_KEY})
+        )""",
+        "CREATE INDEX text_stats_tenant ON text_stats (tenant_uuid)",
+        *_security("text_stats"),
+        "ALTER TABLE text_stats NO FORCE ROW LEVEL SECURITY",
+        # Each record's words are indexed once more, each prefixed with its partition's key,
+        # so that a partition's search reads only its own postings of its own words (the
+        # words' index holds every tenant's; the partition's index, every row of it).
+        """CREATE FUNCTION engram_partition_key(text, text, text, text, text, text)
+            RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            SELECT left(md5($1 || chr(31) || $2 || chr(31) || $3 || chr(31) || $4
+                            || chr(31) || $5 || chr(31) || $6), 16) || ':' $$""",
+        f"""CREATE FUNCTION engram_partition_words({PARTITION_WORDS_ARGS})
+            RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            SELECT array(SELECT engram_partition_key($1, $2, $3, $4, $5, $6) || lexeme
+                         FROM unnest(tsvector_to_array($7)) AS lexeme) $$""",
+        *(
+            f"CREATE INDEX {table}_partition_words ON {table} USING gin ({PARTITION_WORDS})"
+            for table in RECORD_TABLES
+        ),
+        f"""CREATE FUNCTION engram_text_stats() RETURNS trigger LANGUAGE plpgsql
+        SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN {_stats_add("new_rows")};
+            ELSIF TG_OP = 'DELETE' THEN {_stats_take("old_rows")};
+            ELSE
+                {_stats_take(_MOVED.format(side="o"))};
+                {_stats_add(_MOVED.format(side="n"))};
+            END IF;
+            RETURN NULL;
+        END $$""",
+        *(
+            statement
+            for table in RECORD_TABLES
+            for statement in (
+                f"""CREATE TRIGGER {table}_stats_insert AFTER INSERT ON {table}
+                    REFERENCING NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
+                f"""CREATE TRIGGER {table}_stats_delete AFTER DELETE ON {table}
+                    REFERENCING OLD TABLE AS old_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
+                f"""CREATE TRIGGER {table}_stats_update AFTER UPDATE ON {table}
+                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
+            )
+        ),
+        # Records stored before are counted once, here (by an owner the tables' row security
+        # would otherwise show no row).
+        *(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in RECORD_TABLES),
+        *(recount_text_stats(table, "true")[1] for table in RECORD_TABLES),
+        *(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" for table in RECORD_TABLES),
+    )
+
+
+def recount_text_stats(table: str, where: str) -> tuple[str, str]:
+    """Statements recounting, from ``table``'s records, the full-text statistics of the
+    partitions ``where`` selects (both statements take the clause's parameters)."""
+    return (
+        f"DELETE FROM text_stats WHERE {where}",
+        f"INSERT INTO text_stats (tenant_uuid, {_STATS_KEY}, docs, lexemes) "
+        f"{_stats_rows(f'{table} WHERE {where}')}",
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_tenancy",
@@ -348,4 +471,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             for table in RECORD_TABLES
         ),
     ),
+    # Full-text statistics per partition, kept in the writing transaction.
+    Migration("0012_text_stats", _text_stats()),
 )

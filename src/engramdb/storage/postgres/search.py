@@ -11,11 +11,13 @@ from typing import Any
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
-from engramdb.storage.postgres.connection import PostgresPool
+from engramdb.storage.postgres.connection import Connection, PostgresPool
 from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
+    PARTITION_WORD_KEYS,
+    PARTITION_WORD_MATCH,
     any_word,
     match_words,
     nearest_select,
@@ -41,11 +43,20 @@ EDGE_VECTOR_MODELS = " UNION ".join(
     for table in RECORD_TABLES
     for order in ("ASC", "DESC")
 )
-_EVERY_RECORD = " UNION ALL ".join(f"SELECT id, tsv FROM {table}" for table in RECORD_TABLES)
 #: Which tables hold any of some record ids (ids come from one sequence shared by all).
 _TABLES_OF_IDS = " UNION ALL ".join(
     f"(SELECT '{table}' FROM {table} WHERE id = ANY(%(ids)s) LIMIT 1)" for table in RECORD_TABLES
 )
+
+
+async def _word_keys(conn: Connection, namespace: str, scope: Scope, text: str) -> list[str]:
+    """The keys of ``text``'s words in the partition's words index. The search statement is
+    then planned for these very keys (a custom plan each time: a generic one cannot know how
+    few records hold them, and would rather filter every row of the partition)."""
+    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    cursor = await conn.execute(PARTITION_WORD_KEYS, (namespace, *scope.columns(), text))
+    row = await cursor.fetchone()
+    return list(row[0]) if row and row[0] else []
 
 
 class PostgresSearch:
@@ -54,9 +65,9 @@ class PostgresSearch:
     def __init__(self, pool: PostgresPool, indexes: VectorIndexes) -> None:
         self._pool = pool
         self._indexes = indexes
-        #: Who reads across tenants for statistics (document frequencies, the models of stored
-        #: vectors): the admin role reads every tenant's records; a login without it reads
-        #: none, which only turns off common-word pruning and the start-up model check.
+        #: Who reads across tenants for the models of stored vectors: the admin role reads
+        #: every tenant's records; a login without it reads none, which only turns off the
+        #: start-up model check.
         self.statistics = ADMIN
         #: Search vectors through the HNSW index even where the planner would rather scan the
         #: table exactly (it does for small tables): approximate search on small data.
@@ -68,8 +79,11 @@ class PostgresSearch:
         words = match_words(match)
         if not any_word(words) or limit <= 0:
             return []
-        sql, params = text_search(query, words, limit)
         async with self._pool.transaction(context_for([query.scope])) as conn:
+            keys = None
+            if isinstance(query.scope, Scope):
+                keys = await _word_keys(conn, query.namespace, query.scope, " ".join(words))
+            sql, params = text_search(query, words, limit, keys)
             rows = await (await conn.execute(sql, params)).fetchall()
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
@@ -79,30 +93,38 @@ class PostgresSearch:
         hits = await self.text(query, match, limit)
         return [(r.id, score) for r, score in hits if r.id is not None]
 
-    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many records (of every tenant and namespace) hold each term (none, for a login
-        that may not read across tenants)."""
+    async def document_frequencies(
+        self, namespace: str, scope: Scope, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """How many of the partition's records hold each term (its own records only: what is
+        common elsewhere is neither counted nor revealed)."""
+        table = table_for(namespace)
+        base = (namespace, *scope.columns())
         counts: dict[str, int] = {}
-        async with self._pool.transaction(self.statistics) as conn:
+        async with self._pool.transaction(context_for([scope])) as conn:
             for term in terms:
                 phrase = word_phrase(term)
                 if phrase is None:
                     counts[term] = 0  # no letter or digit: the index holds no such word
                     continue
+                keys = await _word_keys(conn, namespace, scope, term)
                 cursor = await conn.execute(
-                    f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every "
-                    f"WHERE tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
-                    (phrase,),
+                    f"SELECT count(*) FROM {table} WHERE {PARTITION} "
+                    f"AND {PARTITION_WORD_MATCH} "
+                    f"AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
+                    (*base, keys, phrase),
                 )
                 row = await cursor.fetchone()
                 counts[term] = int(row[0]) if row else 0
         return counts
 
-    async def document_count(self) -> int:
-        """How many records there are, of every tenant and namespace (none, for a login that
-        may not read across tenants)."""
-        async with self._pool.transaction(self.statistics) as conn:
-            cursor = await conn.execute(f"SELECT count(*) FROM ({_EVERY_RECORD}) AS every")
+    async def document_count(self, namespace: str, scope: Scope) -> int:
+        """How many records the partition holds (one row of ``text_stats``: no count)."""
+        async with self._pool.transaction(context_for([scope])) as conn:
+            cursor = await conn.execute(
+                f"SELECT docs FROM text_stats WHERE {PARTITION}",
+                (namespace, *scope.columns()),
+            )
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
 

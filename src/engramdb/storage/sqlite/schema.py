@@ -5,6 +5,12 @@ from __future__ import annotations
 from engramdb.storage.migrations import Migration
 from engramdb.storage.sqlite.partition import PARTITION_TOKEN_SQL
 
+#: Counts every partition's records afresh (after a rebuild; any stale row is replaced).
+RECOUNT_TEXT_STATS = (
+    "INSERT OR REPLACE INTO text_stats (part, docs) "
+    "SELECT part, count(*) FROM records GROUP BY part"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_event_log",
@@ -156,5 +162,28 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Every write of a record counts one version, so a writer can say which one it read.
         # Records stored before start at 1; a rebuild counts their writes from the log.
         ("ALTER TABLE records ADD COLUMN version INTEGER NOT NULL DEFAULT 1",),
+    ),
+    Migration(
+        "0008_text_stats",
+        # Each partition's record count, kept by the writing transaction, so that full-text
+        # statistics never read another partition's records (nor count the whole index).
+        (
+            "CREATE TABLE text_stats (part TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID",
+            """CREATE TRIGGER records_stats_insert AFTER INSERT ON records BEGIN
+                 INSERT INTO text_stats (part, docs) VALUES (new.part, 1)
+                 ON CONFLICT (part) DO UPDATE SET docs = docs + 1;
+               END""",
+            """CREATE TRIGGER records_stats_delete AFTER DELETE ON records BEGIN
+                 UPDATE text_stats SET docs = docs - 1 WHERE part = old.part;
+               END""",
+            """CREATE TRIGGER records_stats_update
+               AFTER UPDATE OF namespace, tenant, user_id, agent, session, plan ON records
+               WHEN old.part IS NOT new.part BEGIN
+                 UPDATE text_stats SET docs = docs - 1 WHERE part = old.part;
+                 INSERT INTO text_stats (part, docs) VALUES (new.part, 1)
+                 ON CONFLICT (part) DO UPDATE SET docs = docs + 1;
+               END""",
+            RECOUNT_TEXT_STATS,
+        ),
     ),
 )

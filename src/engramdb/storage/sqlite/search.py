@@ -17,6 +17,7 @@ from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import RECORD_SELECTED, row_record, time_text
 from engramdb.storage.sqlite.event_store import insert_events
+from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     TEXT_HITS,
@@ -151,15 +152,19 @@ class SqliteSearch:
             known = self._shares[key] = size < total * self.small_share
         return known
 
-    async def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed documents hold each term."""
+    async def document_frequencies(
+        self, namespace: str, scope: Scope, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """How many of the partition's records hold each term (within its token: another
+        partition's records are never counted)."""
+        token = partition_token(namespace, scope.columns())
 
         def fetch(conn: sqlite3.Connection) -> dict[str, int]:
             return {
                 term: int(
                     conn.execute(
                         "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
-                        ('"' + term.replace('"', '""') + '"',),
+                        (text_match('"' + term.replace('"', '""') + '"', token),),
                     ).fetchone()[0]
                 )
                 for term in terms
@@ -167,11 +172,15 @@ class SqliteSearch:
 
         return await self._worker.run(fetch)
 
-    async def document_count(self) -> int:
-        """How many documents the full-text index holds (one per record)."""
-        return await self._worker.run(
-            lambda conn: int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
-        )
+    async def document_count(self, namespace: str, scope: Scope) -> int:
+        """How many records the partition holds (one row of ``text_stats``: no count)."""
+        token = partition_token(namespace, scope.columns())
+
+        def fetch(conn: sqlite3.Connection) -> int:
+            row = conn.execute("SELECT docs FROM text_stats WHERE part = ?", (token,)).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._worker.run(fetch)
 
     async def record_ids(self, query: RecordQuery) -> list[int]:
         """Row ids of the records ``query`` selects."""
