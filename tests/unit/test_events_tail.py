@@ -56,3 +56,5 @@ def test_follow_prints_what_another_process_commits(tmp_path: Path) -> None:
     finally:
         follower.terminate()
         follower.wait(30)
+        if follower.stdout is not None:
+            follower.stdout.close()
