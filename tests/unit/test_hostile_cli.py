@@ -87,8 +87,10 @@ def test_hostile_input_is_one_error_line_and_exit_2(
         [b"add", b"k", b"a\xffb"],
         [b"add", b"k\xc3", b"v"],
         [b"--tenant", b"t\xed\xa0\x80", b"add", b"k", b"v"],
+        [b"events", b"--type", b"memory.\xff"],
+        [b"events", b"tail", b"--type", b"\xff"],
     ],
-    ids=["value", "key", "tenant"],
+    ids=["value", "key", "tenant", "event type", "tail event type"],
 )
 def test_invalid_utf8_arguments_are_refused(tmp_path: Path, argv: list[bytes]) -> None:
     db = tmp_path / "proc.db"

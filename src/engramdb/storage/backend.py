@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 from engramdb.core.errors import ValidationError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.core.validation import check_text
 from engramdb.storage.records import Amend, Op, Record, RecordQuery
 from engramdb.storage.search_backend import SearchBackend
 
@@ -48,6 +49,14 @@ class EventQuery:
                 f"limit must be between 0 and {MAX_POSITION}, got {self.limit!r}",
                 limit=str(self.limit),
             )
+        # As a scan's strings (``RecordQuery``): refused alike on both backends.
+        for name, texts in (
+            ("event_types", self.event_types or ()),
+            ("provider_id", () if self.provider_id is None else (self.provider_id,)),
+            ("key", () if self.key is None else (self.key,)),
+        ):
+            for text in texts:
+                check_text(text, what=name)
 
 
 @runtime_checkable
