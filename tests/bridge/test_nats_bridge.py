@@ -16,14 +16,17 @@ from typing import Any
 import httpx
 import nats
 import pytest
+from typer.testing import CliRunner
 
 from engramdb.bridge.consumer import EventConsumer
 from engramdb.bridge.publisher import EventBridge
 from engramdb.bridge.subjects import tenant_of_token
+from engramdb.core.errors import UsageError
 from engramdb.core.events import EventEnvelope
 from engramdb.engine import Engine
 from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
+from tests.helpers.cli import run
 from tests.helpers.ports import free_port
 
 SHARED_NATS = "nats://127.0.0.1:4222"
@@ -218,3 +221,18 @@ async def test_the_service_publishes_its_writes_and_reports_the_bridge(
     assert health["bridge"]["connected"] is True
     assert health["bridge"]["lag"] == 0
     assert health["bridge"]["published"] >= 1
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:4222", "nats://", "nats://a b", "nats://a\x00b", "nats://\ud800"]
+)
+def test_a_malformed_nats_address_is_refused_before_serving(url: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="NATS address"):
+        ServiceSettings(nats_url=url)
+    if "\x00" in url or "\ud800" in url:
+        return  # a process's arguments cannot hold these
+    code, _, err = run(CliRunner(), "--db", str(tmp_path / "x.db"), "serve", "--nats", url)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error:")
+    assert not (tmp_path / "x.db").exists()

@@ -3,6 +3,7 @@ authenticate, and the limits it enforces."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,6 +14,8 @@ LOCAL_TENANT = "00000000-0000-0000-0000-000000000000"
 LOCAL_TENANT_NAME = "Default Tenant"
 
 AuthMode = Literal["local", "production"]
+
+_NATS_URL = re.compile(r"(?:nats|tls|ws|wss)://[A-Za-z0-9._~%!$&'()*+,;=:@\[\]-]+(?:/[^\s\x00]*)?")
 
 
 @dataclass(frozen=True)
@@ -56,3 +59,9 @@ class ServiceSettings:
             raise UsageError("max_body_bytes must be at least 1024")
         if self.idempotency_ttl_s < 1 or self.idempotency_lease_s < 1:
             raise UsageError("idempotency_ttl_s and idempotency_lease_s must be at least 1")
+        if self.nats_url is not None and not _NATS_URL.fullmatch(self.nats_url):
+            # Checked here: a bridge given a malformed address would only log, for ever.
+            raise UsageError(
+                f"the NATS address must be nats://, tls://, ws:// or wss:// host[:port], "
+                f"got {self.nats_url!r}"
+            )
