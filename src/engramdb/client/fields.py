@@ -20,8 +20,9 @@ def given(**fields: Any) -> dict[str, Any]:
 def segment(value: str) -> str:
     """``value`` as one segment of a URL path: every character that means something in a
     URL escaped, and a bare ``.`` or ``..`` too, so that no key or id reaches another path
-    (``a?b``, ``x/../plans/p1`` and ``..`` are themselves)."""
-    escaped = quote(value, safe="")
+    (``a?b``, ``x/../plans/p1`` and ``..`` are themselves). A lone surrogate travels as
+    its UTF-8-style bytes, for the service to refuse as it refuses one in a body."""
+    escaped = quote(value, safe="", errors="surrogatepass")
     return escaped.replace(".", "%2E") if escaped in (".", "..") else escaped
 
 
