@@ -54,6 +54,11 @@ def covers(*operation_ids: str) -> Callable[[F], F]:
     return mark
 
 
+def unique(prefix: str) -> str:
+    """A name no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
 @dataclass(frozen=True)
 class Operation:
     """One operation of the served OpenAPI schema, and how to tell its requests."""

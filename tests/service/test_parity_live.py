@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import importlib
 import re
-import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import get_args
 
+import httpx
 import pytest
 
 from engramdb.core.errors import (
     ConflictError,
     EntityNotFoundError,
+    InvalidValueError,
     NotFoundError,
     PermissionDeniedError,
     RelationNotFoundError,
@@ -29,37 +29,15 @@ from engramdb.core.errors import (
 )
 from engramdb.orchestrator.forget_instructions import ForgetInstructionError
 from engramdb.service.app import create_app
+from engramdb.service.auth import issue_token
 from engramdb.service.intent_models import MemoryTypeName
 from engramdb.service.settings import ServiceSettings
-from tests.service.live_sdk import BACKENDS, FLAVORS, Clients, Served, covers, serve
+from tests.service.live_sdk import JWT_SECRET, TENANT, Clients, Served, covers, unique
 
 DOCS = Path(__file__).parents[2] / "docs" / "service.md"
 TABLE_HEADING = "## The engine over REST and the SDK"
 #: The modules whose tests are the live tests of the table's rows.
 LIVE_MODULES = ("tests.service.test_parity_live", "tests.service.test_registry_live")
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    with serve(request.param, tmp_path_factory.mktemp(f"parity-{request.param}")) as running:
-        yield running
-
-
-@pytest.fixture(params=FLAVORS)
-async def sdk(request: pytest.FixtureRequest, served: Served) -> AsyncIterator[Clients]:
-    """Clients of one flavor as a fresh user; afterwards, the test must have reached every
-    operation it covers."""
-    clients = Clients(served, request.param)
-    yield clients
-    await clients.close()
-    missing = set(getattr(request.function, "covers", ())) - clients.reached()
-    assert not missing, f"covered but never answered successfully: {sorted(missing)}"
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 # -- semantic, episodic, procedural, conversation -------------------------------------------
@@ -444,6 +422,56 @@ async def test_graph(sdk: Clients) -> None:
         await graph.get_relations(porto.entity_id)
     ingested = await graph.ingest("Grace works at Initech.")
     assert {e.name for e in ingested.entities} >= {"Grace", "Initech"}
+
+
+# -- bad input on every path and query ---------------------------------------------------
+
+
+async def test_hostile_ids_and_queries_change_nothing(sdk: Clients, served: Served) -> None:
+    me = sdk()
+    plan = unique("plan")
+    await me.store("user.city", "Lisbon")
+    await me.set_plan_state(plan, "step", 1)
+    before = (await me.events()).events
+    for bad in ("\ud800", "a\udfffb"):
+        for attempt in (
+            me.read(bad),
+            me.delete(bad),
+            me.set_plan_state(plan, bad, 2),
+            me.set_plan_state(bad, "step", 2),
+            me.delete_plan_state(bad),
+            me.delete_memory("episodic", bad),
+            me.restore_memory("semantic", bad),
+            me.knowledge_history(bad),
+            me.get_task_context(bad),
+            me.delete_plan(bad),
+            me.graph.delete_entity(bad),
+            me.search_knowledge(bad),
+            me.list_entries(prefix=bad),
+            me.events(event_types=[bad]),
+            me.remember("notes", bad),
+            me.forget(bad, "all"),
+        ):
+            with pytest.raises(InvalidValueError):
+                await attempt
+    # In a body, a plain string of the schema is refused as the schema's validation_error.
+    for attempt in (
+        me.store("\ud800", "x"),
+        me.store("a\x00b", "x"),
+        me.set_plan_state(plan, "a\x00b", 2),
+    ):
+        with pytest.raises(ValidationError):
+            await attempt
+    token = issue_token(JWT_SECRET, TENANT, user=sdk.user)
+    async with httpx.AsyncClient(
+        base_url=served.url, headers={"Authorization": f"Bearer {token}"}
+    ) as http:
+        for path in (f"/v1/memory/working/{plan}/%FF", "/v1/memory/semantic/search?q=%C0%AF"):
+            answer = await http.request("PUT" if "working" in path else "GET", path)
+            assert (answer.status_code, answer.json()["error"]) == (422, "invalid_value")
+    assert (await me.events()).events == before
+    assert await me.get_all_plan_state(plan) == {"step": 1}
+    assert [e.key for e in (await me.list_entries()).items] == ["user.city"]
 
 
 # -- the table -------------------------------------------------------------------------------

@@ -6,8 +6,7 @@ summarized and forgotten by name, and bad names and bodies refused with nothing 
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,16 +25,7 @@ from engramdb.core.errors import (
 from engramdb.orchestrator.forget_instructions import UnsupportedForgetError
 from engramdb.service.auth import issue_token
 from tests.mcp.conftest import call, refused
-from tests.service.live_sdk import (
-    BACKENDS,
-    FLAVORS,
-    JWT_SECRET,
-    TENANT,
-    Clients,
-    Served,
-    covers,
-    serve,
-)
+from tests.service.live_sdk import JWT_SECRET, TENANT, Clients, Served, covers, unique
 
 BUILT_INS = ["working", "episodic", "semantic", "procedural", "conversation"]
 FILE_CATEGORIES = ["activity", "profile", "event"]
@@ -43,29 +33,6 @@ FILE_CATEGORIES = ["activity", "profile", "event"]
 HOSTILE_NAMES = ["a\x00b", "\ud800", "..", ".", "Notes", "x" * 65, "-x", "notes\n"]
 #: Names that are more than one path segment: they reach no operation at all.
 PATH_NAMES = ["../semantic", "notes/../x", "notes/memorize"]
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    with serve(request.param, tmp_path_factory.mktemp(f"registry-{request.param}")) as running:
-        yield running
-
-
-@pytest.fixture(params=FLAVORS)
-async def sdk(request: pytest.FixtureRequest, served: Served) -> AsyncIterator[Clients]:
-    """Clients of one flavor as a fresh user; afterwards, the test must have reached every
-    operation it covers."""
-    clients = Clients(served, request.param)
-    yield clients
-    await clients.close()
-    missing = set(getattr(request.function, "covers", ())) - clients.reached()
-    assert not missing, f"covered but never answered successfully: {sorted(missing)}"
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @covers("types_list")
