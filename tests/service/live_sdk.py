@@ -37,8 +37,8 @@ BACKENDS = ("sqlite", "postgresql")
 FLAVORS = ("async", "sync")
 JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 TENANT = "acme"
-#: The installed memory type: a module of this folder, declared by a package's metadata.
-NOTES_ENTRY_POINT = "notes = tests.service.live_types:NOTES_TYPE"
+#: The installed memory type: a module of the test helpers, declared by a package's metadata.
+NOTES_ENTRY_POINT = "notes = tests.helpers.notes_type:NOTES_TYPE"
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,5 +1,6 @@
-"""A memory type of a package of its own, as an installed package declares one under the
-``engramdb.memory_types`` entry-point group: ``notes``, kept in a namespace of their own."""
+"""A memory type a user defines: ``notes``, kept in a namespace of their own — registered at
+run time by the engine tests, and declared as an installed package declares one (under the
+``engramdb.memory_types`` entry-point group) by the live service tests."""
 
 from __future__ import annotations
 
