@@ -24,9 +24,6 @@ from engramdb.orchestrator.assemble import AssembledContext
 from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.plugin import MemoryPlugin
 
-#: The built-in memory types, as the ``type`` argument's description explains them.
-MemoryType = Literal["episodic", "semantic", "procedural", "conversation", "working"]
-
 TYPE_HELP = (
     "Which memory: 'semantic' = lasting facts and knowledge about the user or the world "
     "(preferences, where they live; one current version per key); 'episodic' = things that "
@@ -236,4 +233,4 @@ def register(server: MCPServer) -> None:
         return info.model_dump(mode="json")
 
 
-__all__ = ["MemoryType", "register"]
+__all__ = ["TypeArg", "memory_type", "register"]
