@@ -7,7 +7,6 @@ import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pytest
 
@@ -21,38 +20,12 @@ from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.budget import Budget
 from engramdb.orchestrator.builtin_types import register_builtins
 from engramdb.orchestrator.memory_types import MemoryType, MemoryTypeRegistry
-from engramdb.orchestrator.plugin import StoredMemoryType
-from engramdb.providers.projection import ProjectionSpec
 from tests.files.test_hand_edits import snapshot
+from tests.helpers.notes_type import NOTES_SPEC, notes
 from tests.unit.test_sync_surface import async_methods, pairs, parameters
 
-NOTES_SPEC = ProjectionSpec("notes", vectors=True)
 #: A time budget no busy test machine runs out of: these tests are about what is assembled.
 ROOMY = Budget(token_limit=500, time_limit_ms=60_000)
-
-
-class NotesMemory(StoredMemoryType):
-    """A memory type a user defines: notes, kept in a namespace of their own."""
-
-    name: ClassVar[str] = "notes"
-    supported_forget: ClassVar[frozenset[str]] = frozenset({"id", "all"})
-
-    def content_type(self, item: MemoryItem) -> str:
-        return "note"
-
-    async def remember(
-        self,
-        prompt: str,
-        *,
-        limit: int = 10,
-        filters: dict[str, Any] | None = None,
-        raw: bool = False,
-    ) -> list[MemoryItem]:
-        return self.redacted(await self._search(prompt, limit, filters), raw)
-
-
-def notes(memory: Any) -> NotesMemory:
-    return NotesMemory(memory.provider_for(NOTES_SPEC))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

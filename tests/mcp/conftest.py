@@ -25,6 +25,7 @@ BASE_TOOLS = {
     "summarize",
     "assemble",
     "capacity",
+    "memory_types",
     "set_state",
     "get_state",
     "graph_add_entity",
@@ -95,6 +96,7 @@ async def exercise_every_tool(client: Client) -> set[str]:
     await use("remember", type="semantic", query="favourite colour")
     await use("summarize", type="semantic", scope="recent", token_limit=100)
     await use("capacity", type="semantic")
+    await use("memory_types")
     await use("assemble", query="what colour does Dana like?", token_limit=300)
     await use("forget", type="semantic", instruction="key:colour", mode="hard")
     await use("set_state", key="step", value=[1, 2])

@@ -30,8 +30,12 @@ async def test_lists_every_tool_with_what_a_model_needs_to_choose(connect: Conne
         assert len(tool.description or "") > 40, tool.name
         for name, field in tool.input_schema["properties"].items():
             assert field.get("description"), (tool.name, name)
-    kinds = tools["memorize"].input_schema["properties"]["type"]["enum"]
-    assert kinds == ["episodic", "semantic", "procedural", "conversation", "working"]
+    kind = tools["memorize"].input_schema["properties"]["type"]
+    for name in ("episodic", "semantic", "procedural", "conversation", "working"):
+        assert f"'{name}'" in kind["description"]
+    assert "memory_types" in kind["description"]
+    assert tools["memory_types"].annotations is not None
+    assert tools["memory_types"].annotations.read_only_hint is True
     assert tools["remember"].annotations is not None
     assert tools["remember"].annotations.read_only_hint is True
     assert tools["forget"].annotations is not None

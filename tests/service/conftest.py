@@ -21,6 +21,7 @@ from engramdb.service.app import create_app
 from engramdb.service.settings import ServiceSettings
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
+from tests.service.live_sdk import BACKENDS, FLAVORS, Clients, Served, serve
 
 JWT_SECRET = "a-test-secret-of-at-least-thirty-two-bytes"
 LIVE_TENANT = "acme"
@@ -135,3 +136,24 @@ async def connect(live_server: LiveServer) -> AsyncIterator[Connect]:
     yield factory
     for client in made:
         await client.aclose()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """``engram serve`` of the module on each storage backend, with memory files and an
+    installed memory type (``tests/service/live_sdk.py``)."""
+    with serve(request.param, tmp_path_factory.mktemp(f"served-{request.param}")) as running:
+        yield running
+
+
+@pytest.fixture(params=FLAVORS)
+async def sdk(request: pytest.FixtureRequest, served: Served) -> AsyncIterator[Clients]:
+    """Clients of ``served`` in each SDK flavor (async, sync) as a fresh user; afterwards,
+    the test must have reached every operation it ``covers``."""
+    clients = Clients(served, request.param)
+    yield clients
+    await clients.close()
+    missing = set(getattr(request.function, "covers", ())) - clients.reached()
+    assert not missing, f"covered but never answered successfully: {sorted(missing)}"

@@ -85,7 +85,7 @@ async def test_forget_summarize_capacity_of_each_type(connect: Connect, keys: Ke
     await alice.set_plan_state("p1", "step", {"n": 1})
     expected = {"episodic": 2, "semantic": 1, "procedural": 1, "conversation": 1}
     for name, count in expected.items():
-        info = await alice.get_capacity_info(name)  # type: ignore[arg-type]
+        info = await alice.get_capacity_info(name)
         assert info.item_count == count, name
         assert info.token_usage > 0
     working = await alice.get_capacity_info("working", plan_id="p1")
@@ -175,12 +175,12 @@ async def test_delete_and_restore_one_memory(connect: Connect, keys: Keys) -> No
     ):
         changed = await alice.delete_memory(name, item_id)  # type: ignore[arg-type]
         assert (changed.id, changed.status) == (item_id, "forgotten")
-        assert (await alice.get_capacity_info(name)).item_count == 0  # type: ignore[arg-type]
+        assert (await alice.get_capacity_info(name)).item_count == 0
         with pytest.raises(NotFoundError):  # already hidden
             await alice.delete_memory(name, item_id)  # type: ignore[arg-type]
         restored = await alice.restore_memory(name, item_id)  # type: ignore[arg-type]
         assert restored.status == "restored"
-        assert (await alice.get_capacity_info(name)).item_count == 1  # type: ignore[arg-type]
+        assert (await alice.get_capacity_info(name)).item_count == 1
         assert await _found(alice, name, query, item_id)
         with pytest.raises(NotFoundError):  # not forgotten
             await alice.restore_memory(name, item_id)  # type: ignore[arg-type]

@@ -103,6 +103,7 @@ def register(app: typer.Typer) -> None:
 
         mode: AuthMode = "local" if auth is AuthChoice.local else "production"
         target = served_target(ctx, db)
+        files = settings_of(ctx, False).files
         try:
             settings = ServiceSettings(
                 auth=mode,
@@ -118,19 +119,20 @@ def register(app: typer.Typer) -> None:
             f"Engram REST service on http://{host}:{port}/ (API docs at /docs, MCP at /mcp; "
             f"Ctrl-C stops it)\nauth   {AUTH_NOTES[auth]}\nstore  {describe_target(target)}"
             + (f"\nevents published to {nats}" if nats else "")
-            + (f"\nworkers {workers} processes" if workers > 1 else ""),
+            + (f"\nworkers {workers} processes" if workers > 1 else "")
+            + (f"\nfiles  {files}" if files else ""),
             markup=False,
             highlight=False,
         )
         if workers > 1:
             # Each worker process builds its own application (and engine) from the spec.
             os.environ[SPEC_VARIABLE] = worker_environment(
-                settings, target, vectors=vectors, auto_formation=auto_formation
+                settings, target, vectors=vectors, auto_formation=auto_formation, files=files
             )
             uvicorn.run(
                 FACTORY, factory=True, workers=workers, host=host, port=port, log_level="warning"
             )
             return
-        config = engine_config(vectors=vectors, auto_formation=auto_formation)
+        config = engine_config(vectors=vectors, auto_formation=auto_formation, files=files)
         application = create_app(settings, db=target, config=config)
         uvicorn.run(application, host=host, port=port, log_level="warning")

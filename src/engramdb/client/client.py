@@ -19,7 +19,7 @@ from typing import Any, Literal
 import httpx
 
 from engramdb.client.errors import ServiceUnavailableError, raise_for_answer
-from engramdb.client.fields import given, raw_param, segment
+from engramdb.client.fields import given, query_string, raw_param, segment
 from engramdb.client.graph import GraphClient
 from engramdb.client.intent import IntentCalls
 from engramdb.core.errors import (
@@ -137,14 +137,15 @@ class MemoryClient(IntentCalls):
             headers["If-Match"] = f'"{expected_version}"'
         if if_absent:
             headers["If-None-Match"] = "*"
-        query = {k: v for k, v in (params or {}).items() if v is not None}
+        query = query_string(params or {})
+        target = f"{path}?{query}" if query else path
         content = None if json is None else _body(json)
         if content is not None:
             headers["Content-Type"] = "application/json"
         for attempt in range(self.retries + 1):
             try:
                 response = await self._http.request(
-                    method, path, content=content, params=query, headers=headers
+                    method, target, content=content, headers=headers
                 )
             except httpx.TransportError as exc:
                 if attempt == self.retries:

@@ -1,13 +1,16 @@
 """``IntentCalls``: the intent operations of ``MemoryClient`` — ``forget``, ``summarize``,
 ``get_capacity_info`` of each memory type, ``assemble`` across them, the conversation buffer,
-batches of episodes, one memory's delete and restore, and a fact's history — named as the
-engine names them, with the memory type as first argument where the engine has one method
-per type (``mem.episodic.forget(…)`` is ``client.forget("episodic", …)``)."""
+batches of episodes, one memory's delete and restore, a fact's history, and the registry of
+memory types (``list_memory_types``, ``memorize`` and ``remember`` of any registered type) —
+named as the engine names them, with the memory type as first argument where the engine has
+one method per type (``mem.episodic.forget(…)`` is ``client.forget("episodic", …)``,
+``mem.memory_type("notes").memorize(…)`` is ``client.memorize("notes", …)``)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from datetime import datetime
+from typing import Any, Literal, TypeVar, get_args
 
 import httpx
 from pydantic import BaseModel
@@ -20,6 +23,8 @@ from engramdb.service.intent_models import (
     ItemChanged,
     ItemTypeName,
     MemoryTypeName,
+    MemoryTypeOut,
+    MemoryTypes,
     WriteResults,
 )
 from engramdb.service.models import Items, WriteResult
@@ -27,6 +32,16 @@ from engramdb.service.models import Items, WriteResult
 M = TypeVar("M", bound=BaseModel)
 Role = Literal["user", "assistant", "system", "tool"]
 _PREFIX = "/v1/memory"
+#: The types with endpoints of their own (``/v1/memory/episodic/forget``); any other
+#: registered type is reached under ``/v1/memory/types/{name}``.
+_OWN_PATHS = frozenset(get_args(MemoryTypeName))
+
+
+def type_path(memory_type: str, operation: str) -> str:
+    """The path of ``operation`` of the registered type ``memory_type``."""
+    if memory_type in _OWN_PATHS:
+        return f"{_PREFIX}/{memory_type}/{operation}"
+    return f"{_PREFIX}/types/{segment(memory_type)}/{operation}"
 
 
 class IntentCalls:
@@ -43,7 +58,7 @@ class IntentCalls:
 
     async def forget(
         self,
-        memory_type: MemoryTypeName,
+        memory_type: MemoryTypeName | str,
         instruction: str,
         *,
         mode: ForgetMode = "soft",
@@ -52,17 +67,20 @@ class IntentCalls:
         """Forget the memories of ``memory_type`` that ``instruction`` selects, in the forget
         grammar (``id:<id>``, ``oldest 3``, ``before 2026-01-01``, ``matching "x"``, ``all``,
         …): ``soft`` hides them (restorable), ``hard`` erases them. Working memory is a
-        plan's: name it with ``plan_id``.
+        plan's: name it with ``plan_id``. Any registered type may be named
+        (``list_memory_types``).
 
         Raises:
             InvalidForgetInstructionError: the instruction is not one the type understands.
+            NotFoundError: no such type is registered, or the service does not offer it.
         """
         body = given(instruction=instruction, mode=mode, plan_id=plan_id)
-        return await self._call(ForgetResult, "POST", f"{_PREFIX}/{memory_type}/forget", json=body)
+        path = type_path(memory_type, "forget")
+        return await self._call(ForgetResult, "POST", path, json=body)
 
     async def summarize(
         self,
-        memory_type: MemoryTypeName,
+        memory_type: MemoryTypeName | str,
         *,
         scope: str = "all",
         token_limit: int = 500,
@@ -73,14 +91,14 @@ class IntentCalls:
         ``recent``, ``important``, ``by_tag:<tag>``, ``since <date>``, …), at most
         ``token_limit`` tokens, redacted unless ``raw``."""
         body = given(scope=scope, token_limit=token_limit, plan_id=plan_id)
-        path = f"{_PREFIX}/{memory_type}/summarize"
+        path = type_path(memory_type, "summarize")
         return await self._call(SummaryResult, "POST", path, json=body, params=raw_param(raw))
 
     async def get_capacity_info(
-        self, memory_type: MemoryTypeName, *, plan_id: str | None = None
+        self, memory_type: MemoryTypeName | str, *, plan_id: str | None = None
     ) -> CapacityInfo:
         """Items and tokens stored in ``memory_type`` against its limits."""
-        path = f"{_PREFIX}/{memory_type}/capacity"
+        path = type_path(memory_type, "capacity")
         return await self._call(CapacityInfo, "GET", path, params={"plan_id": plan_id})
 
     async def assemble(self, prompt: str, *, token_limit: int = 2000) -> AssembledOut:
@@ -88,6 +106,65 @@ class IntentCalls:
         redacted (``incomplete`` names the types that did not answer in time)."""
         body = {"prompt": prompt, "token_limit": token_limit}
         return await self._call(AssembledOut, "POST", f"{_PREFIX}/assemble", json=body)
+
+    # -- the registry of memory types -------------------------------------------------------
+
+    async def list_memory_types(self) -> list[MemoryTypeOut]:
+        """Every memory type the service has registered (built-ins, memory-file categories,
+        installed types), and whether it offers each."""
+        return (await self._call(MemoryTypes, "GET", f"{_PREFIX}/types")).items
+
+    async def memorize(
+        self,
+        memory_type: str,
+        content: str,
+        *,
+        key: str | None = None,
+        role: Role | None = None,
+        speaker: str | None = None,
+        occurred_at: datetime | None = None,
+        importance: float = 0.5,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        plan_id: str | None = None,
+    ) -> WriteResult:
+        """Store ``content`` in the registered type ``memory_type``, the way that type stores
+        things (``mem.memory_type(name).memorize(item)`` in process).
+
+        Raises:
+            NotFoundError: no such type is registered, or the service does not offer it.
+        """
+        body = given(
+            content=content,
+            key=key,
+            role=role,
+            speaker=speaker,
+            occurred_at=occurred_at,
+            tags=tags,
+            metadata=metadata,
+            plan_id=plan_id,
+        )
+        body["importance"] = importance
+        path = f"{_PREFIX}/types/{segment(memory_type)}/memorize"
+        return await self._call(WriteResult, "POST", path, json=body)
+
+    async def remember(
+        self,
+        memory_type: str,
+        query: str,
+        *,
+        limit: int = 10,
+        plan_id: str | None = None,
+        raw: bool = False,
+    ) -> list[MemoryItem]:
+        """Memories of the registered type ``memory_type`` relevant to ``query``, best first.
+
+        Raises:
+            NotFoundError: no such type is registered, or the service does not offer it.
+        """
+        params = {"q": query, "limit": limit, "plan_id": plan_id, **raw_param(raw)}
+        path = f"{_PREFIX}/types/{segment(memory_type)}/remember"
+        return (await self._call(Items, "GET", path, params=params)).items
 
     # -- conversation ------------------------------------------------------------------------
 

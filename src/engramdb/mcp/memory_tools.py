@@ -1,8 +1,10 @@
 """The intent tools: memorize, remember, forget, summarize and capacity (one tool each, the
-memory type as an argument) and assemble (every type at once, within a token budget).
+memory type as an argument), assemble (every type at once, within a token budget) and
+memory_types (the registry: every type the server knows, built-in or not).
 
-One tool per operation keeps the list short for a model to choose from; the ``type`` enum
-and its description say which memory holds what.
+One tool per operation keeps the list short for a model to choose from; the ``type``
+argument's description says which built-in memory holds what, and ``memory_types`` lists the
+others (memory-file categories, types of installed packages), which every tool takes too.
 """
 
 from __future__ import annotations
@@ -13,24 +15,28 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import AwareDatetime, Field
 
 from engramdb.core.intent import MemoryItem
+from engramdb.core.validation import CONTENT_TYPE_PATTERN
 from engramdb.engine import ScopedMemory
 from engramdb.mcp.binding import bound
 from engramdb.mcp.shapes import item_json, redacted
 from engramdb.mcp.tooling import DESTRUCTIVE, READ_ONLY, WRITES, engram_tool
 from engramdb.orchestrator.assemble import AssembledContext
 from engramdb.orchestrator.budget import Budget
-from engramdb.orchestrator.plugin import StoredMemoryType
-
-MemoryType = Literal["episodic", "semantic", "procedural", "conversation", "working"]
+from engramdb.orchestrator.plugin import MemoryPlugin
 
 TYPE_HELP = (
     "Which memory: 'semantic' = lasting facts and knowledge about the user or the world "
     "(preferences, where they live; one current version per key); 'episodic' = things that "
     "happened, with when (events, past conversations); 'procedural' = rules and how-tos the "
     "assistant should follow, each with a trigger; 'conversation' = the turns of the current "
-    "conversation; 'working' = short-lived notes for the task at hand."
+    "conversation; 'working' = short-lived notes for the task at hand. Other types this "
+    "server has (such as 'profile' of the memory files, or types of installed packages) are "
+    "listed by the memory_types tool and are taken here too."
 )
-TypeArg = Annotated[MemoryType, Field(description=TYPE_HELP)]
+TypeArg = Annotated[
+    str,
+    Field(min_length=1, max_length=64, pattern=CONTENT_TYPE_PATTERN, description=TYPE_HELP),
+]
 QueryArg = Annotated[
     str, Field(min_length=1, max_length=10_000, description="What to look for, in plain words.")
 ]
@@ -52,10 +58,13 @@ async def assemble_for_model(
     return await memory.assemble(query, budget=budget)
 
 
-def memory_type(memory: ScopedMemory, name: MemoryType) -> StoredMemoryType:
-    """The memory type ``name`` of ``memory``."""
-    chosen: StoredMemoryType = getattr(memory, name)
-    return chosen
+def memory_type(memory: ScopedMemory, name: str) -> MemoryPlugin:
+    """The registered memory type ``name`` of ``memory``.
+
+    Raises:
+        NotFoundError: no such type, or this server does not offer it.
+    """
+    return memory.memory_type(name)
 
 
 def register(server: MCPServer) -> None:
@@ -199,6 +208,24 @@ def register(server: MCPServer) -> None:
         return answer
 
     @engram_tool(server, READ_ONLY)
+    async def memory_types() -> dict[str, Any]:
+        """List the memory types this server has: the built-in ones, the categories of the
+        memory files and types installed by packages, each with what it holds and whether it
+        can be used here (`offered`). Every tool's `type` argument takes these names."""
+        memory = bound().memory()
+        return {
+            "types": [
+                {
+                    "name": kind.name,
+                    "description": kind.description,
+                    "heading": kind.title,
+                    "offered": memory.offered(kind.name) is not None,
+                }
+                for kind in memory.engine.memory_types
+            ]
+        }
+
+    @engram_tool(server, READ_ONLY)
     async def capacity(type: TypeArg) -> dict[str, Any]:
         """How full one memory type is: items and tokens stored against its limits, and
         what it evicts first when full."""
@@ -206,4 +233,4 @@ def register(server: MCPServer) -> None:
         return info.model_dump(mode="json")
 
 
-__all__ = ["MemoryType", "register"]
+__all__ = ["TypeArg", "memory_type", "register"]

@@ -26,6 +26,7 @@ from engramdb.service.mcp_mount import McpMount
 from engramdb.service.routers import ROUTERS
 from engramdb.service.routing import operation_id
 from engramdb.service.settings import ServiceSettings
+from engramdb.service.urls import Utf8Url
 
 DESCRIPTION = """Long-term memory for LLM agents: semantic, episodic, procedural and working
 memory, task contexts, plans and sessions, per tenant and user.
@@ -70,6 +71,7 @@ def create_app(
     # MCP over streamable HTTP: GET, POST and DELETE as the transport defines them.
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, max_bytes=chosen.max_body_bytes)
+    app.add_middleware(Utf8Url)
     return app
 
 

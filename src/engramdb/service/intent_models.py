@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, JsonValue, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, JsonValue, field_validator
 
 from engramdb.core.intent import MemoryItem
 from engramdb.core.validation import KEY_PATTERN
-from engramdb.service.models import AgentId, Body, EpisodeIn, UserId, WriteResult
+from engramdb.service.models import (
+    AgentId,
+    Body,
+    EpisodeIn,
+    OptionalKey,
+    Text,
+    UserId,
+    WriteResult,
+)
 
 #: The memory types of the memory-plugin interface, as named in paths.
 MemoryTypeName = Literal["working", "episodic", "semantic", "procedural", "conversation"]
@@ -94,6 +102,55 @@ class EpisodesIn(Body):
         return items
 
 
+class TypedItemIn(Body):
+    """One memory for a registered memory type, stored the way that type stores things
+    (``memorize`` of its plugin). Working memory is a plan's: ``plan_id`` names it."""
+
+    content: str = Text
+    key: str | None = OptionalKey
+    role: Literal["user", "assistant", "system", "tool"] | None = None
+    speaker: str | None = Field(default=None, max_length=128)
+    occurred_at: AwareDatetime | None = None
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tags: list[str] = Field(default_factory=list, max_length=64)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    plan_id: str | None = PlanId
+
+    def item(self) -> MemoryItem:
+        """The engine's item of this body."""
+        return MemoryItem(
+            text=self.content,
+            key=self.key,
+            role=self.role,
+            speaker=self.speaker,
+            occurred_at=self.occurred_at,
+            importance=self.importance,
+            tags=self.tags,
+            metadata=self.metadata,
+        )
+
+
+class MemoryTypeOut(BaseModel):
+    """One registered memory type: its name (what the ``/types/{name}`` paths take), its
+    section heading and default share of an assembled context, a line saying what it holds,
+    and whether this server offers it (a memory-file category needs memory files)."""
+
+    name: str
+    heading: str
+    share: float
+    description: str
+    offered: bool
+    namespace: str | None = Field(
+        default=None, description="The namespace it stores in, when it has one of its own"
+    )
+
+
+class MemoryTypes(BaseModel):
+    """Every registered memory type, in registration order."""
+
+    items: list[MemoryTypeOut]
+
+
 class WriteResults(BaseModel):
     """What a batch write stored, in the order given."""
 
@@ -118,7 +175,10 @@ __all__ = [
     "ItemChanged",
     "ItemTypeName",
     "MemoryTypeName",
+    "MemoryTypeOut",
+    "MemoryTypes",
     "SummarizeIn",
     "TurnIn",
+    "TypedItemIn",
     "WriteResults",
 ]

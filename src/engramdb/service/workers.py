@@ -46,18 +46,25 @@ def check_workers(target: str, workers: int) -> None:
         )
 
 
-def engine_config(*, vectors: bool, auto_formation: bool) -> EngineConfig:
-    """The engine settings of ``engram serve``'s ``--vectors`` and ``--auto-formation``."""
+def engine_config(*, vectors: bool, auto_formation: bool, files: str | None = None) -> EngineConfig:
+    """The engine settings of ``engram serve``'s ``--vectors`` and ``--auto-formation``, and
+    of the global ``--files`` (the memory files, whose categories are memory types)."""
     from engramdb.engine import EngineConfig
 
     return EngineConfig(
         embedder="default" if vectors else None,
         formation="auto" if auto_formation else "manual",
+        files=files,
     )
 
 
 def worker_environment(
-    settings: ServiceSettings, target: str, *, vectors: bool, auto_formation: bool
+    settings: ServiceSettings,
+    target: str,
+    *,
+    vectors: bool,
+    auto_formation: bool,
+    files: str | None = None,
 ) -> str:
     """The value of ``SPEC_VARIABLE`` that makes workers serve ``target`` with ``settings``."""
     spec = {
@@ -65,6 +72,7 @@ def worker_environment(
         "db": target,
         "vectors": vectors,
         "auto_formation": auto_formation,
+        "files": files,
     }
     return json.dumps(spec, separators=(",", ":"))
 
@@ -81,5 +89,7 @@ def app_from_environment() -> FastAPI:
     if raw is None:
         raise UsageError(f"{SPEC_VARIABLE} is not set: start workers with engram serve --workers")
     spec: dict[str, Any] = json.loads(raw)
-    config = engine_config(vectors=spec["vectors"], auto_formation=spec["auto_formation"])
+    config = engine_config(
+        vectors=spec["vectors"], auto_formation=spec["auto_formation"], files=spec.get("files")
+    )
     return create_app(ServiceSettings(**spec["settings"]), db=spec["db"], config=config)

@@ -22,6 +22,7 @@ from engramdb.service.routers import (
     semantic,
     sessions,
     tasks,
+    types,
     working,
 )
 
@@ -34,6 +35,7 @@ ROUTERS: list[APIRouter] = [
     items.router,
     # Before working: /v1/memory/working/capacity is not a plan's state (see intent).
     intent.router,
+    types.router,
     working.router,
     tasks.router,
     plans.router,

@@ -20,7 +20,7 @@ from engramdb.core.intent import CapacityInfo, ForgetResult, SummaryResult
 from engramdb.core.validation import KEY_PATTERN
 from engramdb.engine import Engine
 from engramdb.orchestrator.budget import Budget
-from engramdb.orchestrator.plugin import StoredMemoryType
+from engramdb.orchestrator.plugin import MemoryPlugin
 from engramdb.service.auth import Caller, ReadCaller, WriteCaller
 from engramdb.service.deps import EngineDep
 from engramdb.service.intent_models import (
@@ -42,18 +42,21 @@ PlanQuery = Annotated[str | None, Query(min_length=1, max_length=128, pattern=KE
 ASSEMBLE_TIME_LIMIT_MS = 5000.0
 
 
-def memory_type(
-    caller: Caller, engine: Engine, name: MemoryTypeName, plan_id: str | None
-) -> StoredMemoryType:
-    """The memory type ``name`` of the caller (working memory: of the plan ``plan_id``)."""
+def memory_type(caller: Caller, engine: Engine, name: str, plan_id: str | None) -> MemoryPlugin:
+    """The registered memory type ``name`` of the caller (working memory: of the plan
+    ``plan_id``).
+
+    Raises:
+        ValidationError: working memory without ``plan_id``, or ``plan_id`` on another type.
+        NotFoundError: no such type is registered, or this server does not offer it.
+    """
     if name == "working":
         if plan_id is None:
             raise ValidationError("working memory is a plan's: name it with plan_id")
-        return engine.scope(tenant=caller.tenant, plan=plan_id).working
+        return engine.scope(tenant=caller.tenant, plan=plan_id).memory_type(name)
     if plan_id is not None:
         raise ValidationError(f"plan_id names a plan's working memory, not {name}")
-    chosen: StoredMemoryType = getattr(caller.memory(engine), name)
-    return chosen
+    return caller.memory(engine).memory_type(name)
 
 
 def _add_routes(target: APIRouter, name: MemoryTypeName) -> None:
