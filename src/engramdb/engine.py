@@ -126,6 +126,8 @@ class EngineConfig:
     (default: the process's, ``default_registry()``). ``formation="auto"`` forms memories
     from every episode and conversation turn memorized, in the background after the write
     returns, resumed after a crash (``formation.auto``); ``"manual"`` leaves it to ``ingest``.
+    ``formation_lease_s`` is how long an engine's claim on a pending formation keeps the other
+    engines of the store off it (``formation.claims``): longer than one formation takes.
     """
 
     working: WorkingMemoryLimits = field(default_factory=WorkingMemoryLimits)
@@ -146,6 +148,7 @@ class EngineConfig:
     file_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     memory_types: MemoryTypeRegistry | None = None
     formation: Literal["manual", "auto"] = "manual"
+    formation_lease_s: float = 60.0
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""
@@ -418,7 +421,9 @@ class Engine:
         self.memory_types = self.config.memory_types or default_registry()
         #: Automatic formation, when configured (``EngineConfig.formation``).
         self.formation = (
-            AutoFormation(self, RuleExtractor) if self.config.formation == "auto" else None
+            AutoFormation(self, RuleExtractor, lease_s=self.config.formation_lease_s)
+            if self.config.formation == "auto"
+            else None
         )
         self.files: FileStore | None = None
         if self.config.files is not None:

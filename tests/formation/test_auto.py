@@ -33,6 +33,8 @@ from tests.helpers.processes import serving
 ROOT = Path(__file__).resolve().parents[2]
 AUTO = EngineConfig(embedder=None, formation="auto")
 KILLS = 5
+#: The children's leases: a formation a killed child had claimed waits this long for another.
+CHILD_LEASE_S = 1.0
 
 
 def _target(kind: str, tmp_path: Path) -> str:
@@ -68,6 +70,18 @@ async def pending(engine: Engine) -> list[str]:
     return [r.key for r in found]
 
 
+async def all_formed(engine: Engine, timeout_s: float = 60.0) -> None:
+    """Wait until nothing is pending, the formations other engines held (killed processes'
+    leases) included."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        await engine.formed()
+        if not await pending(engine):
+            return
+        assert time.monotonic() < deadline, f"still pending: {await pending(engine)}"
+        await asyncio.sleep(0.1)
+
+
 async def facts(engine: Engine, prefix: str = "user.") -> dict[str, int]:
     """Each formed fact's key with its number of stored versions."""
     mem = engine.scope(**SCOPE)
@@ -97,7 +111,9 @@ async def test_memorize_returns_before_its_turn_is_formed(auto_engine: Engine) -
     assert city.value["text"] == "The user lives in Lisbon."
     assert await pending(auto_engine) == []
     logged = await auto_engine.events.read(EventQuery(provider_id=FORMATION_SPEC.namespace))
-    assert [e.event_type for e in logged] == ["memory.written", "memory.deleted"]
+    # Written, claimed by this engine, then deleted once formed.
+    assert [e.event_type for e in logged] == ["memory.written", "memory.written", "memory.deleted"]
+    assert logged[1].payload["value"]["claimed_by"] == auto_engine.formation.holder
 
 
 class Choking(RuleExtractor):
@@ -166,8 +182,8 @@ async def test_forming_a_turn_again_writes_nothing(auto_engine: Engine) -> None:
     await auto_engine.formation.resume()
     await auto_engine.formed()
     assert await facts(auto_engine) == {"user.city": 1}
-    # Only the pending record's write and its deletion were logged.
-    assert await auto_engine.events.count() == before + 2
+    # Only the pending record's write, its claim and its deletion were logged.
+    assert await auto_engine.events.count() == before + 3
 
 
 async def test_a_formation_cut_between_fact_and_graph_is_completed(auto_engine: Engine) -> None:
@@ -222,6 +238,17 @@ async def test_rebuild_reproduces_formed_facts(auto_engine: Engine) -> None:
     assert await pending(auto_engine) == []
 
 
+async def check_formed_once(target: str, acknowledged: list[int]) -> None:
+    """Form what is left pending: every acknowledged turn's fact is there, each written once
+    (an unacknowledged turn in flight at a kill may be there too), and nothing is pending."""
+    async with engramdb.open(target, config=AUTO) as engine:
+        await all_formed(engine)
+        formed = await facts(engine, "user.pet.")
+    assert len(acknowledged) == len(set(acknowledged))
+    assert {f"user.pet.{pet_name(n).lower()}" for n in acknowledged} <= formed.keys()
+    assert set(formed.values()) == {1}
+
+
 def _acknowledged(acks: Path) -> list[int]:
     if not acks.exists():
         return []
@@ -242,7 +269,7 @@ async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) ->
         with log.open("ab") as sink:
             child = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "tests.formation.auto_child"),
-                *(target, str(acks), str(first)),
+                *(target, str(acks), str(first), str(CHILD_LEASE_S)),
                 cwd=ROOT,
                 env=env,
                 stderr=sink,
@@ -258,17 +285,9 @@ async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) ->
         await child.wait()
         async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
             left_pending += len(await pending(engine))
-    async with engramdb.open(target, config=AUTO) as engine:
-        await engine.formed()
-        formed = await facts(engine, "user.pet.")
-        assert await pending(engine) == []
     acknowledged = _acknowledged(acks)
-    assert len(acknowledged) == len(set(acknowledged)) > KILLS
-    wanted = {f"user.pet.{pet_name(n).lower()}" for n in acknowledged}
-    # Every acknowledged turn's fact is there, each written once (an unacknowledged turn in
-    # flight at the kill may be there too).
-    assert wanted <= formed.keys()
-    assert set(formed.values()) == {1}
+    assert len(acknowledged) > KILLS
+    await check_formed_once(target, acknowledged)
     # The kills came while formation was behind the writes: resuming was exercised.
     assert left_pending > 0
 

@@ -10,9 +10,17 @@ state (``formation.ingest.form``), then deletes the pending record (its ``memory
 says the formation ran). A process that dies in between leaves the pending record in the store
 and in the log: the next engine to open the store forms those turns (``resume``).
 
+Several engines may share one store (service instances on one PostgreSQL database): each
+pending record is formed by the engine that claims it (``formation.claims``: a lease written
+into the record, decided on the locked row), and a lease that ends unfinished is taken over. An
+engine forms the records its own writes committed, every record it finds unclaimed or with an
+ended lease when it opens, and, while it writes, again every ``lease_s``; a record it finds
+held it looks at again when the lease ends.
+
 Forming a turn again is harmless: consolidation finds what it would write already holding and
-writes nothing, so a formation interrupted half-way and resumed leaves every fact once.
-Formation runs one batch at a time per engine, so two formations never consolidate at once.
+writes nothing, and writes each fact only over the version it decided on, so a formation
+interrupted half-way and resumed, or run by two engines at once, leaves every fact once.
+Formation runs one batch at a time per engine.
 """
 
 from __future__ import annotations
@@ -25,14 +33,21 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engramdb.core.errors import EngramError
+from engramdb.core.errors import (
+    EngramError,
+    NotFoundError,
+    ValidationError,
+    VersionConflictError,
+)
 from engramdb.core.events import EventEnvelope, new_id
 from engramdb.core.scope import LEVELS, Scope
+from engramdb.core.types import utc_now
+from engramdb.formation.claims import Held, claim_change, holder_name, release_change
 from engramdb.formation.ingest import IngestReport, form
 from engramdb.formation.types import Extractor, Turn
 from engramdb.orchestrator.plugin import record_item
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
-from engramdb.providers.projection import ProjectionSpec, plain_key_text
+from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.records import Op, Record, RecordQuery
 
 if TYPE_CHECKING:
@@ -42,8 +57,15 @@ __all__ = ["FORMATION_SPEC", "FORMED_NAMESPACES", "AutoFormation", "episode_turn
 
 _log = logging.getLogger(__name__)
 
+
+def _unsearched(key: str, value: Any, occurred_at: datetime | None) -> str:
+    """No full-text key: a pending formation is read by key, never searched, so its write
+    tokenizes no turn into the text indexes and their statistics (and its deletion none out)."""
+    return ""
+
+
 #: Pending formations, one record per memorize, kept in the writer's full scope.
-FORMATION_SPEC = ProjectionSpec("formation_pending", levels=LEVELS, key_text=plain_key_text)
+FORMATION_SPEC = ProjectionSpec("formation_pending", levels=LEVELS, key_text=_unsearched)
 #: The namespaces whose writes are formed.
 FORMED_NAMESPACES = frozenset({"episodic", "conversation"})
 
@@ -73,6 +95,7 @@ class AutoFormation:
     Args:
         engine: the engine whose scopes the turns belong to.
         extractor: makes the extractor each batch is read by (the rules by default).
+        lease_s: how long a claim on a pending record keeps other engines off it.
     """
 
     def __init__(
@@ -82,12 +105,28 @@ class AutoFormation:
         *,
         quiet_s: float = 0.05,
         max_wait_s: float = 2.0,
+        lease_s: float = 60.0,
     ) -> None:
         self.engine = engine
         self.extractor = extractor
         self.quiet_s = quiet_s
         self.max_wait_s = max_wait_s
+        if not lease_s > 0:
+            raise ValidationError("a formation lease lasts a positive number of seconds")
+        self.lease_s = lease_s
+        #: This engine's name in the leases it writes.
+        self.holder = holder_name()
+        #: When a formed write last began or committed (``time.monotonic``).
         self._last_write = 0.0
+        #: Formed writes begun and not yet committed (one whose commit failed is forgotten
+        #: once writes pause for ``max_wait_s``).
+        self._writing = 0
+        #: When this engine last looked at every pending record (``time.monotonic``).
+        self._swept = time.monotonic()
+        #: The look again at records held by others, when their leases end.
+        self._recheck: asyncio.TimerHandle | None = None
+        #: The pending record this engine has claimed and is forming.
+        self._holding: Record | None = None
         #: Keys of the pending records this process committed and has not formed yet.
         self._mine: set[str] = set()
         #: Whether the next round forms every pending record (those of stopped processes too).
@@ -115,6 +154,9 @@ class AutoFormation:
         key = new_id()
         # Noted before the commit: a key whose commit failed is simply never found.
         self._mine.add(key)
+        # A write in flight is not a pause: formation keeps off its round trips.
+        self._last_write = time.monotonic()
+        self._writing += 1
         request = WriteRequest(
             key=key,
             value={
@@ -130,6 +172,7 @@ class AutoFormation:
         if provider.provider_id not in FORMED_NAMESPACES or not records:
             return
         self._last_write = time.monotonic()
+        self._writing = max(0, self._writing - 1)
         self._enqueue()
 
     # -- the background side -----------------------------------------------------------------
@@ -137,9 +180,12 @@ class AutoFormation:
     async def resume(self) -> int:
         """Queue every pending formation in the store (those a stopped process left too);
         returns how many are pending."""
+        self._sweep()
+        return len(await self._stored(None))
+
+    def _sweep(self) -> None:
         self._all = True
         self._enqueue()
-        return len(await self._stored(None))
 
     async def wait(self) -> None:
         """Wait until every queued formation has been done."""
@@ -162,10 +208,16 @@ class AutoFormation:
             while self._wake.is_set():
                 await self._quiet()
                 self._wake.clear()
+                # While it writes, an engine also takes on what stopped engines left.
+                if self._all or time.monotonic() - self._swept >= self.lease_s:
+                    self._swept, self._all = time.monotonic(), True
                 keys = None if self._all else tuple(sorted(self._mine))
                 self._all = False
                 for pending in await self._stored(keys) if keys != () else []:
                     if pending.key not in self._failed:
+                        # Each record waits for a pause of its own: a round started in one
+                        # pause does not run on into the writes that follow it.
+                        await self._quiet()
                         await self._form_or_note(pending)
                     self._mine.discard(pending.key)
         except Exception as exc:
@@ -177,28 +229,72 @@ class AutoFormation:
             self._idle.set()
 
     async def _quiet(self) -> None:
-        """Wait for a pause in the writes (at most ``max_wait_s``)."""
+        """Wait for a pause in the writes: none in flight and none for ``quiet_s`` (at most
+        ``max_wait_s``)."""
         due = time.monotonic()
         while (now := time.monotonic()) - due < self.max_wait_s:
             idle = now - self._last_write
-            if idle >= self.quiet_s:
+            if idle >= self.max_wait_s:
+                self._writing = 0
+            if idle >= self.quiet_s and not self._writing:
                 return
-            await asyncio.sleep(min(self.quiet_s - idle, self.max_wait_s - (now - due)))
+            wait = self.quiet_s - idle if idle < self.quiet_s else self.quiet_s
+            await asyncio.sleep(min(wait, self.max_wait_s - (now - due)))
 
     async def _form_or_note(self, pending: Record) -> None:
         """Form ``pending``; one that fails is logged and left pending, in the store, for the
         next engine to open it, and the others are formed meanwhile."""
         try:
-            await self._form(pending)
+            claimed = await self._claim(pending)
+            if claimed is not None:
+                await self._form(pending, claimed)
         except Exception as exc:
             self._failed.add(pending.key)
+            await self._release()
             _log.warning(
                 "automatic formation of %s failed, left pending until the next start: %s",
                 pending.key,
                 _said(exc),
             )
 
-    async def _form(self, pending: Record) -> None:
+    async def _claim(self, pending: Record) -> int | None:
+        """Claim ``pending`` for this engine: the version the claim wrote, or ``None`` if
+        another engine formed it already or holds it (looked at again when its lease ends)."""
+        try:
+            entry = await self._pending_provider(pending.scope).update(
+                pending.key, claim_change(self.holder, self.lease_s)
+            )
+        except NotFoundError:
+            return None
+        except Held as held:
+            self._look_again_at(held.until)
+            return None
+        assert entry.version is not None
+        self._holding = pending
+        return entry.version
+
+    async def _release(self) -> None:
+        """Give up the claim in hand, if any (best effort: an unreleased lease just ends)."""
+        pending, self._holding = self._holding, None
+        if pending is None:
+            return
+        try:
+            await self._pending_provider(pending.scope).update(
+                pending.key, release_change(self.holder)
+            )
+        except (Held, EngramError) as exc:
+            _log.info("the claim on %s was not given up: %s", pending.key, exc)
+
+    def _look_again_at(self, until: datetime) -> None:
+        delay = max(0.0, (until - utc_now()).total_seconds()) + self.quiet_s
+        due = asyncio.get_running_loop().time() + delay
+        if self._recheck is not None and self._recheck.when() <= due:
+            return
+        if self._recheck is not None:
+            self._recheck.cancel()
+        self._recheck = asyncio.get_running_loop().call_at(due, self._sweep)
+
+    async def _form(self, pending: Record, claimed: int) -> None:
         from engramdb.engine import ScopedMemory
 
         value = pending.value if isinstance(pending.value, dict) else {}
@@ -214,18 +310,30 @@ class AutoFormation:
                 mem.semantic, mem.graph, turns, report, subject=_subject(mem), extractor=extractor
             )
             self.reports.append(report)
-        await self._pending_provider(pending.scope).delete(pending.key)
+        try:
+            # Only at the claim's version: a lease taken over is the new holder's to delete.
+            await self._pending_provider(pending.scope).delete(
+                pending.key, expected_version=claimed
+            )
+        except (NotFoundError, VersionConflictError):
+            _log.info("the lease on %s was taken over while it was formed", pending.key)
+        self._holding = None
 
     def _pending_provider(self, scope: Scope) -> EventSourcedProvider:
         return self.engine.provider(FORMATION_SPEC, scope)
 
     async def close(self) -> None:
         """Stop forming; what is pending stays pending, in the store."""
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        # Cut short mid-formation: the next engine to look need not wait for the lease.
+        await self._release()
         self._idle.set()
 
 

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from engramdb.core.errors import ValidationError
 from engramdb.core.events import MemoryWritten
 from engramdb.core.intent import MemorizeResult, MemoryItem
 from engramdb.core.scope import ScopeFilter
@@ -112,17 +114,33 @@ class SemanticMemory(StoredMemoryType):
         return item.kind if item.kind in _OWN_CONTENT_TYPES else "fact"
 
     async def memorize(
-        self, item: MemoryItem, *, public: bool = False, dedupe_threshold: float | None = None
+        self,
+        item: MemoryItem,
+        *,
+        public: bool = False,
+        dedupe_threshold: float | None = None,
+        expected_version: int | None = None,
+        create: bool = False,
     ) -> MemorizeResult:
-        """Store a fact; see the module docstring for versions and dedupe."""
+        """Store a fact; see the module docstring for versions and dedupe. With
+        ``expected_version``, only over that stored version of the key
+        (``VersionConflictError`` otherwise); with ``create``, only if nothing holds the key
+        (``ConflictError``): a writer that decided on what it read writes nothing if another
+        wrote in between."""
         require_item(item)
+        if dedupe_threshold is not None and (expected_version is not None or create):
+            raise ValidationError("a deduplicated write takes no expected version")
         target = self.public if public else self.provider
         key = item.key or item.id or derive_key(item.text)
         current = await target.read_record(key)
         version = 1
         if current is not None and isinstance(current.value, dict):
             version = int(current.value.get("version", 1)) + 1
-        request = self._request(item, key=key, version=version)
+        request = replace(
+            self._request(item, key=key, version=version),
+            expected_version=expected_version,
+            create=create,
+        )
         if dedupe_threshold is not None:
             entry, status = await target.upsert_similar(request, dedupe_threshold)
             # The same fact (or key) written again is an update even when nothing scores
