@@ -11,7 +11,8 @@ they lie (``--data``), reused across tenants.
 Then, for ``--queries`` questions in ``--scopes`` random tenants, ``episodic.remember`` is
 timed through an engine that embeds each question with the real model (MiniLM, one thread):
 p50 / p95 per call. The store is kept (``--url``) so the query phase can be re-run alone
-(``--skip-ingest``).
+(``--skip-ingest``, with ``--tenants`` the tenants written). Last, what the store holds, how
+fast it was written (from its rows' write times) and its size on disk, per table and index.
 
 Run by hand (not in CI)::
 
@@ -95,6 +96,42 @@ async def query(
     return timings
 
 
+def describe_store(url: str, console: Console) -> None:
+    """Print what the store holds (so a run stopped during ingest still says what it wrote,
+    and how fast, from the rows' own write times) and its size on disk, per table."""
+    with psycopg.connect(url) as conn:
+        memories, tenants, seconds = conn.execute(
+            "SELECT count(*), count(DISTINCT tenant), "
+            "extract(epoch FROM max(created_at) - min(created_at)) FROM episodic_memory"
+        ).fetchone() or (0, 0, None)
+        console.print(
+            f"store: {memories:,} memories over {tenants:,} tenants, written in "
+            f"{float(seconds or 0):,.0f} s ({memories / float(seconds or 1):,.0f}/s)"
+        )
+        (database,) = conn.execute(
+            "SELECT pg_size_pretty(pg_database_size(current_database()))"
+        ).fetchone() or ("?",)
+        console.print(f"database size: {database}")
+        rows = conn.execute(
+            "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)), "
+            "pg_size_pretty(pg_relation_size(c.oid)), "
+            "pg_size_pretty(pg_total_relation_size(c.oid) - pg_relation_size(c.oid) "
+            "- pg_indexes_size(c.oid)), pg_size_pretty(pg_indexes_size(c.oid)) "
+            "FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace "
+            "AND pg_total_relation_size(c.oid) > 1048576 "
+            "ORDER BY pg_total_relation_size(c.oid) DESC"
+        ).fetchall()
+        console.print("table: total (heap + TOAST + indexes)")
+        for name, total, heap, toast, indexes in rows:
+            console.print(f"  {name}: {total} ({heap} + {toast} + {indexes})")
+        for name, size in conn.execute(
+            "SELECT indexrelid::regclass::text, pg_size_pretty(pg_relation_size(indexrelid)) "
+            "FROM pg_index WHERE indrelid = 'episodic_memory'::regclass "
+            "ORDER BY pg_relation_size(indexrelid) DESC"
+        ).fetchall():
+            console.print(f"  index {name}: {size}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/engram_million")
@@ -117,8 +154,9 @@ def main() -> None:
     console.print(
         f"remember in {min(args.scopes, args.tenants)} scopes of {args.per_tenant:,}: "
         f"p50 {cut['p50']:.1f} ms, p95 {cut['p95']:.1f} ms (n={len(timings)}); "
-        f"{platform.machine()}, {os.cpu_count()} cores"
+        f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
     )
+    describe_store(args.url, console)
 
 
 if __name__ == "__main__":

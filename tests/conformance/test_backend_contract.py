@@ -15,7 +15,7 @@ from engramdb.core.events import EventEnvelope, MemoryWritten
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.orchestrator.trace import TurnTraced
 from engramdb.storage.backend import Backend, EventQuery
-from engramdb.storage.records import Delete, Put, Record, RecordQuery, RedactScope
+from engramdb.storage.records import Delete, Op, Put, Record, RecordQuery, RedactScope
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope(tenant="acme", user="alice")
@@ -70,6 +70,52 @@ async def test_failed_commit_leaves_neither_state_nor_event(backend: Backend) ->
     assert await backend.get("ns", ALICE, "b") is None
     assert await backend.get("ns", ALICE, "a") is not None
     assert await backend.events.count() == 1
+
+
+async def test_a_large_commit_keeps_its_order_and_each_write_of_a_key(backend: Backend) -> None:
+    # More records and events than one statement takes, across partitions, namespaces and
+    # kinds of write, with a key written twice and a delete between two writes.
+    keys = [f"k{n:04d}" for n in range(1200)]
+    ops: list[Op] = [
+        *(Put(record(k, ALICE if n % 3 else BOB)) for n, k in enumerate(keys)),
+        Put(record("k0001", value="second")),
+        Put(replace(record("other"), namespace="ns2")),
+        Put(record("made"), if_absent=True),
+        Delete("ns", BOB, "k0000"),
+        Put(record("k0000", BOB, value="after delete")),
+    ]
+    events = [event(k) for k in keys]
+    result = await backend.commit(ops, events)
+    assert [(r.namespace, r.key) for r in result.stored] == [
+        *(("ns", k) for k in keys),
+        ("ns", "k0001"),
+        ("ns2", "other"),
+        ("ns", "made"),
+        ("ns", "k0000"),
+    ]
+    assert [result.stored[1].value, result.stored[1200].value] == [{"v": "k0001"}, "second"]
+    assert [e.event_id for e in result.events] == [e.event_id for e in events]
+    assert [e.position for e in result.events] == list(range(1, 1201))
+    assert [e.event_id for e in await backend.events.read()] == [e.event_id for e in events]
+    assert result.deleted == 1
+    stored = await backend.get("ns", ALICE, "k0001")
+    assert stored is not None
+    assert (stored.value, stored.version) == ("second", 2)
+    again = await backend.get("ns", BOB, "k0000")
+    assert again is not None
+    assert (again.value, again.version) == ("after delete", 1)
+    assert await backend.count(RecordQuery(namespace="ns", scope=ALICE)) == 801
+    # A create that finds its key taken among many writes fails the whole commit.
+    with pytest.raises(ConflictError):
+        await backend.commit(
+            [
+                *(Put(record(f"new{n}"), if_absent=True) for n in range(600)),
+                Put(record("k0002"), if_absent=True),
+            ],
+            [event("new")],
+        )
+    assert await backend.get("ns", ALICE, "new0") is None
+    assert await backend.events.count() == 1200
 
 
 async def test_delete_counts_only_records_that_existed(backend: Backend) -> None:

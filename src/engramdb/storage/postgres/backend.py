@@ -11,7 +11,7 @@ every tenant, reindexing) runs as ``engram_admin``; a login that is only a membe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -28,6 +28,7 @@ from engramdb.storage.postgres.connection import (
     redacted_url,
 )
 from engramdb.storage.postgres.event_store import (
+    ROWS_PER_STATEMENT,
     PostgresEventStore,
     ensure_replicas,
     hold_writers,
@@ -96,6 +97,48 @@ def _written_row(
     )
 
 
+def _identity(record: Record) -> tuple[str, ...]:
+    return (record.namespace, *record.scope.columns(), record.key)
+
+
+def _runs(ops: Sequence[Op]) -> Iterator[list[Put] | Op]:
+    """``ops`` in order, consecutive puts gathered into runs that one INSERT can write: one
+    table, one kind of write, no key twice (a second write of a key must see the first)."""
+    run: list[Put] = []
+    keys: set[tuple[str, ...]] = set()
+    for op in ops:
+        if run and not (
+            isinstance(op, Put)
+            and op.record.namespace == run[0].record.namespace
+            and op.if_absent == run[0].if_absent
+            and _identity(op.record) not in keys
+            and len(run) < ROWS_PER_STATEMENT
+        ):
+            yield run
+            run, keys = [], set()
+        if isinstance(op, Put):
+            run.append(op)
+            keys.add(_identity(op.record))
+        else:
+            yield op
+    if run:
+        yield run
+
+
+async def _put_all(conn: Connection, puts: list[Put]) -> list[Record]:
+    """Write ``puts`` (one run of :func:`_runs`) in one statement; the records as stored, in
+    the order of ``puts``."""
+    first = puts[0]
+    write = create_record if first.if_absent else upsert_record
+    params = [v for op in puts for v in _written_row(op.record, op.vector, op.model, op.parts)]
+    cursor = await conn.execute(write(first.record.namespace, len(puts)), params)
+    stored = {_identity(record): record for record in map(row_record, await cursor.fetchall())}
+    for op in puts:
+        if _identity(op.record) not in stored:
+            raise key_taken(op.record)
+    return [stored[_identity(op.record)] for op in puts]
+
+
 async def _apply(
     conn: Connection, ops: Sequence[Op], events: Sequence[EventEnvelope]
 ) -> CommitResult:
@@ -106,17 +149,12 @@ async def _apply(
     )
     stored: list[Record] = []
     deleted = hidden = redacted = 0
-    for op in ops:
-        if isinstance(op, Put):
-            write = create_record if op.if_absent else upsert_record
-            cursor = await conn.execute(
-                write(op.record.namespace), _written_row(op.record, op.vector, op.model, op.parts)
-            )
-            row = await cursor.fetchone()
-            if row is None:
-                raise key_taken(op.record)
-            stored.append(row_record(row))
-        elif isinstance(op, Delete):
+    for run in _runs(ops):
+        if isinstance(run, list):
+            stored += await _put_all(conn, run)
+            continue
+        op = run
+        if isinstance(op, Delete):
             cursor = await conn.execute(
                 f"DELETE FROM {table_for(op.namespace)} WHERE {PARTITION} AND key = %s",
                 (op.namespace, *op.scope.columns(), op.key),

@@ -16,10 +16,10 @@ from engramdb.storage.backend import EventQuery, paged_events
 from engramdb.storage.postgres.connection import Connection, PostgresPool
 from engramdb.storage.postgres.queries import (
     EVENT_SELECT,
-    INSERT_EVENT,
     UPSERT_TENANT,
     UPSERT_USER,
     event_where,
+    insert_events_sql,
 )
 from engramdb.storage.postgres.tenancy import ADMIN, context_for, tenant_uuid, user_uuid
 from engramdb.storage.rows import event_row, row_event
@@ -28,6 +28,9 @@ from engramdb.storage.rows import event_row, row_event
 #: ``EVENT_ORDER`` orders appends to the log.
 WRITERS_LOCK = 0x656E6772616D01
 EVENT_ORDER_LOCK = 0x656E6772616D02
+#: Rows one INSERT writes: a batch takes a few statements instead of one per row, each far
+#: below the 65,535 parameters a statement may bind.
+ROWS_PER_STATEMENT = 500
 
 
 async def hold_writers(conn: Connection, *, exclusive: bool = False) -> None:
@@ -54,15 +57,15 @@ async def insert_events(conn: Connection, events: Sequence[EventEnvelope]) -> li
         return []
     await ensure_replicas(conn, ((e.scope.tenant, "") for e in events))
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (EVENT_ORDER_LOCK,))
-    positioned = []
-    for event in events:
-        cursor = await conn.execute(
-            INSERT_EVENT, (tenant_uuid(event.scope.tenant), *event_row(event))
+    positions: dict[str, int] = {}
+    for start in range(0, len(events), ROWS_PER_STATEMENT):
+        chunk = events[start : start + ROWS_PER_STATEMENT]
+        params = [v for e in chunk for v in (tenant_uuid(e.scope.tenant), *event_row(e))]
+        cursor = await conn.execute(insert_events_sql(len(chunk)), params)
+        positions.update(
+            (str(event_id), int(position)) for event_id, position in await cursor.fetchall()
         )
-        row = await cursor.fetchone()
-        assert row is not None
-        positioned.append(event.model_copy(update={"position": row[0]}))
-    return positioned
+    return [e.model_copy(update={"position": positions[e.event_id]}) for e in events]
 
 
 class PostgresEventStore:

@@ -52,10 +52,6 @@ _UPDATED = (
     "embedding_parts",
 )
 EVENT_SELECT = f"SELECT position, {', '.join(EVENT_COLUMNS)} FROM events"
-INSERT_EVENT = (
-    f"INSERT INTO events (tenant_uuid, {', '.join(EVENT_COLUMNS)}) "
-    f"VALUES ({', '.join(['%s'] * (len(EVENT_COLUMNS) + 1))}) RETURNING position"
-)
 UPSERT_TENANT = "INSERT INTO tenants (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING"
 UPSERT_USER = (
     "INSERT INTO users (id, tenant_uuid, username) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
@@ -70,30 +66,48 @@ def record_select_list(alias: str = "r") -> str:
     return ", ".join(f"{alias}.{column}" for column in RECORD_SELECTED)
 
 
-def _on_key(namespace: str, then: str) -> str:
-    """INSERT … ON CONFLICT of one record into ``namespace``'s table (``WRITTEN_COLUMNS``
-    order) that replaces the stored one's fields and does ``then`` too, returning it."""
+def _values(columns: int, rows: int) -> str:
+    """``rows`` parenthesised lists of ``columns`` placeholders, for a multi-row VALUES."""
+    row = f"({', '.join(['%s'] * columns)})"
+    return ", ".join([row] * rows)
+
+
+def insert_events_sql(rows: int) -> str:
+    """An INSERT of ``rows`` events (each its tenant id, then ``EVENT_COLUMNS``), returning
+    each one's event id and position."""
+    return (
+        f"INSERT INTO events (tenant_uuid, {', '.join(EVENT_COLUMNS)}) "
+        f"VALUES {_values(len(EVENT_COLUMNS) + 1, rows)} RETURNING event_id, position"
+    )
+
+
+def _on_key(namespace: str, then: str, rows: int) -> str:
+    """INSERT … ON CONFLICT of ``rows`` records into ``namespace``'s table
+    (``WRITTEN_COLUMNS`` order, no key twice) that replaces each stored one's fields and does
+    ``then`` too, returning them."""
     updates = ", ".join(f"{column} = excluded.{column}" for column in _UPDATED)
     return (
         f"INSERT INTO {table_for(namespace)} AS r ({', '.join(WRITTEN_COLUMNS)}) "
-        f"VALUES ({', '.join(['%s'] * len(WRITTEN_COLUMNS))}) "
+        f"VALUES {_values(len(WRITTEN_COLUMNS), rows)} "
         "ON CONFLICT (namespace, tenant, user_id, agent, session, plan, key) DO UPDATE SET "
         f"{updates}, version = r.version + 1, {then} RETURNING {record_select_list()}"
     )
 
 
-def upsert_record(namespace: str) -> str:
-    """A write of one record, returning it as stored; a replace keeps ``created_at``."""
-    return _on_key(namespace, "updated_at = excluded.created_at")
+def upsert_record(namespace: str, rows: int = 1) -> str:
+    """A write of ``rows`` records with distinct keys, returning them as stored; a replace
+    keeps ``created_at``."""
+    return _on_key(namespace, "updated_at = excluded.created_at", rows)
 
 
-def create_record(namespace: str) -> str:
-    """:func:`upsert_record` for ``Put(if_absent=True)``: returns no row while a live record
-    holds the key (an expired one is replaced as if new)."""
+def create_record(namespace: str, rows: int = 1) -> str:
+    """:func:`upsert_record` for ``Put(if_absent=True)``: returns no row for a record whose
+    key a live record holds (an expired one is replaced as if new)."""
     return _on_key(
         namespace,
         "created_at = excluded.created_at, updated_at = NULL "
         "WHERE r.expires_at IS NOT NULL AND r.expires_at <= excluded.created_at",
+        rows,
     )
 
 
