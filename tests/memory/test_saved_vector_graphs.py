@@ -4,6 +4,7 @@ damaged or foreign graph only built again. Real model (MiniLM) vectors throughou
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.search_config import SearchConfig
+from engramdb.providers.indexing import STALE_AFTER_S
 
 PLACES = ["Lisbon", "Oslo", "Kyoto", "Lima", "Accra", "Perth", "Quebec", "Tunis", "Hanoi", "Bern"]
 HOBBIES = ["chess", "rowing", "pottery", "salsa", "birding", "climbing", "baking", "sailing"]
@@ -174,3 +176,26 @@ async def test_a_store_copied_without_its_graph_and_rebuilt_answers_the_same(
         await engine.rebuild()
         assert await answers(engine) == expected
     assert manifests(copy)
+
+
+async def test_a_graph_dropped_for_another_process_write_is_patched_on_reload(
+    store: Path, embedder: MiniLMEmbedder
+) -> None:
+    text = "In Reykjavik I went rowing on the harbour at dawn."
+    async with engramdb.open(store, config=config(embedder)) as reader:
+        await answers(reader)
+        mem = reader.scope(tenant="acme", user="alice")
+        index = await reader.indexer.vector_index("episodic", mem.episodic.provider.partition)
+        async with engramdb.open(store, config=config(embedder, save=False)) as writer:
+            other = writer.scope(tenant="acme", user="alice")
+            new = await other.episodic.memorize(MemoryItem(text=text, role="user"))
+        await asyncio.sleep(STALE_AFTER_S * 2)
+        top = await mem.episodic.remember("rowing on the harbour in Reykjavik", limit=3)
+        assert top[0].id == new.id
+        reloaded = await reader.indexer.vector_index("episodic", mem.episodic.provider.partition)
+        # A new index over the same graph, patched, not a graph built again.
+        assert reloaded is not index
+        assert reloaded.saved_graph() is not None
+        assert reloaded._ann is index._ann
+        after = await answers(reader)
+    assert after == await fresh_answers(store, embedder)

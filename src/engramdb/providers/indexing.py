@@ -238,30 +238,33 @@ class Indexer:
             if index is None:
                 index = await self._load_index(namespace, partition)
                 self._indexes[slot] = index
+                if self.graphs is not None:
+                    # Registered first: writes committed while the files are written reach it.
+                    await self.graphs.save(self._identity(slot), index)
             return index
 
+    def _identity(self, slot: tuple[str, Scope]) -> dict[str, Any]:
+        assert self.embedder is not None
+        return VectorGraphs.identity(*slot, self.model, self.embedder.dimensions)
+
     async def _load_index(self, namespace: str, partition: Scope) -> VectorIndex:
-        """A partition's vector index from its stored vectors, its graph (when it needs one)
-        started from the graph it had before this reload, or the saved one, or built (and
-        then saved)."""
+        """A partition's vector index from its stored vectors; its graph, when it needs one,
+        is the one it had before it was dropped, or the saved one, brought in step with the
+        stored vectors, or else built."""
         assert self.embedder is not None
         index = VectorIndex(self.embedder.dimensions, ann_threshold=self.config.ann_threshold)
+        dropped = self._dropped.pop((namespace, partition), None)
+        saved = dropped.saved_graph() if dropped is not None else None
+        if saved is None and self.graphs is not None:
+            # Read before the vectors: what is committed meanwhile is in the vectors.
+            saved = await self.graphs.load(self._identity((namespace, partition)))
         ids, blobs = await self.backend.search.vectors(
             RecordQuery(namespace, partition), self.model
         )
         if not ids:
             return index
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
-        identity = VectorGraphs.identity(namespace, partition, self.model, index.dimensions)
-        dropped = self._dropped.pop((namespace, partition), None)
-        saved = None
-        if len(ids) > index.ann_threshold:
-            saved = dropped.saved_graph() if dropped is not None else None
-            if saved is None and self.graphs is not None:
-                saved = await self.graphs.load(identity)
         index.load(ids, matrix.astype(np.float32), saved)
-        if self.graphs is not None:
-            await self.graphs.save(identity, index)
         parts = await self.backend.search.part_vectors(
             RecordQuery(namespace, partition), self.model
         )
@@ -273,9 +276,9 @@ class Indexer:
         async with self._lock:
             if self.graphs is None or self.embedder is None:
                 return
-            for (namespace, partition), index in [*self._dropped.items(), *self._indexes.items()]:
-                identity = VectorGraphs.identity(namespace, partition, self.model, index.dimensions)
-                await self.graphs.save(identity, index)
+            for slot, index in [*self._dropped.items(), *self._indexes.items()]:
+                await self.graphs.save(self._identity(slot), index)
+            self._dropped.clear()
 
     def indexed_event(
         self, record: Record, scope: Scope, trace: TraceContext | None = None
