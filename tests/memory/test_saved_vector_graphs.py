@@ -199,3 +199,32 @@ async def test_a_graph_dropped_for_another_process_write_is_patched_on_reload(
         assert reloaded._ann is index._ann
         after = await answers(reader)
     assert after == await fresh_answers(store, embedder)
+
+
+async def test_unsaved_changes_of_a_dropped_graph_are_still_saved_on_close(
+    store: Path, embedder: MiniLMEmbedder
+) -> None:
+    text = "In Reykjavik I went rowing on the harbour at dawn."
+    (manifest,) = manifests(store)
+    before = manifest.read_bytes()
+    async with engramdb.open(store, config=config(embedder)) as reader:
+        mem = reader.scope(tenant="acme", user="alice")
+        await answers(reader)
+        await mem.episodic.memorize(MemoryItem(text=text, role="user"))
+        # Another process's write elsewhere drops this process's indexes.
+        async with engramdb.open(store, config=config(embedder, save=False)) as writer:
+            await writer.scope(tenant="acme", user="bob").episodic.memorize(
+                MemoryItem(text="Bob's note.", role="user")
+            )
+        await asyncio.sleep(STALE_AFTER_S * 2)
+        reloaded = await reader.indexer.vector_index("episodic", mem.episodic.provider.partition)
+        assert reloaded.unsaved
+    assert manifest.read_bytes() != before
+    async with engramdb.open(store, config=config(embedder)) as engine:
+        top = await engine.scope(tenant="acme", user="alice").episodic.remember(text, limit=1)
+        assert top[0].text == text
+    # Loaded as saved: nothing to patch, nothing saved again.
+    after = manifest.read_bytes()
+    async with engramdb.open(store, config=config(embedder)) as engine:
+        await answers(engine)
+    assert manifest.read_bytes() == after

@@ -73,11 +73,12 @@ def fingerprints(matrix: npt.NDArray[np.float32]) -> Fingerprints:
 class SavedGraph:
     """An HNSW graph and what it holds: the live record ids (``ids``), the fingerprints of
     their vectors (aligned), and the hnswlib index itself (``ann``), whose other labels are
-    marked deleted."""
+    marked deleted. ``on_disk``: the saved files hold this graph as it is."""
 
     ids: IdArray
     fingerprints: Fingerprints
     ann: Any
+    on_disk: bool = True
 
 
 class GraphFiles:

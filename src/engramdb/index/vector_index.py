@@ -53,9 +53,10 @@ class VectorIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._parts: dict[int, PartArray] = {}
         self._ann: Any = None
-        #: Counts the graph's changes; ``saved_version`` is the count its saved copy holds.
+        #: Counts the graph's changes; ``saved_version`` is the count its saved copy holds
+        #: (``None``: no saved copy holds this graph).
         self.graph_version = 0
-        self.saved_version = 0
+        self.saved_version: int | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -121,7 +122,7 @@ class VectorIndex:
             return False
         ann.set_num_threads(1)
         ann.set_ef(128)
-        if not stale.any() and not len(gone):
+        if saved.on_disk and not stale.any() and not len(gone):
             self.saved_version = self.graph_version
         return True
 
@@ -129,8 +130,8 @@ class VectorIndex:
         """This index's graph and what it holds, for saving (``None`` without a graph)."""
         if self._ann is None:
             return None
-        ids = self._ids[self._alive]
-        return SavedGraph(ids, fingerprints(self._matrix[self._alive]), self._ann)
+        prints = fingerprints(self._matrix[self._alive])
+        return SavedGraph(self._ids[self._alive], prints, self._ann, on_disk=not self.unsaved)
 
     def upsert(
         self, ids: Sequence[int], vectors: FloatArray, parts: Sequence[bytes | None] | None = None

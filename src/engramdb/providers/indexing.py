@@ -236,10 +236,11 @@ class Indexer:
             slot = (namespace, partition)
             index = self._indexes.get(slot)
             if index is None:
-                index = await self._load_index(namespace, partition)
+                index, built = await self._load_index(namespace, partition)
                 self._indexes[slot] = index
-                if self.graphs is not None:
-                    # Registered first: writes committed while the files are written reach it.
+                if built and self.graphs is not None:
+                    # A built graph is saved at once (a patched one on close); registered
+                    # first, so that writes committed while the files are written reach it.
                     await self.graphs.save(self._identity(slot), index)
             return index
 
@@ -247,10 +248,10 @@ class Indexer:
         assert self.embedder is not None
         return VectorGraphs.identity(*slot, self.model, self.embedder.dimensions)
 
-    async def _load_index(self, namespace: str, partition: Scope) -> VectorIndex:
-        """A partition's vector index from its stored vectors; its graph, when it needs one,
-        is the one it had before it was dropped, or the saved one, brought in step with the
-        stored vectors, or else built."""
+    async def _load_index(self, namespace: str, partition: Scope) -> tuple[VectorIndex, bool]:
+        """A partition's vector index from its stored vectors, and whether a graph was built
+        for it: its graph, when it needs one, is the one it had before it was dropped, or the
+        saved one, brought in step with the stored vectors, or else built."""
         assert self.embedder is not None
         index = VectorIndex(self.embedder.dimensions, ann_threshold=self.config.ann_threshold)
         dropped = self._dropped.pop((namespace, partition), None)
@@ -262,14 +263,14 @@ class Indexer:
             RecordQuery(namespace, partition), self.model
         )
         if not ids:
-            return index
+            return index, False
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
-        index.load(ids, matrix.astype(np.float32), saved)
+        patched = index.load(ids, matrix.astype(np.float32), saved)
         parts = await self.backend.search.part_vectors(
             RecordQuery(namespace, partition), self.model
         )
         index.set_parts(list(parts), list(parts.values()))
-        return index
+        return index, index.uses_ann and not patched
 
     async def close(self) -> None:
         """Save the graphs that changed since they were loaded or saved."""
