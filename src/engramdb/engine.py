@@ -706,12 +706,14 @@ class Engine:
         return await self.backend.stats()
 
     async def close(self) -> None:
-        """Close the backend (and the LLM client); idempotent. Memories still waiting for
+        """Save the vector graphs that changed (``SearchConfig.save_graphs``), then close the
+        backend (and the LLM client); idempotent. Memories still waiting for
         their vector keep waiting, in the store, for ``reindex(stale_only=True)``; turns
         not yet formed stay pending, in the store, for the next engine to open it."""
         if self.formation is not None:
             await self.formation.close()
         await self.indexer.pending.close()
+        await self.indexer.close()
         if self.llm is not None:
             await self.llm.aclose()
         await self.backend.close()

@@ -47,6 +47,9 @@ class SearchConfig:
         min_similarity: vector hits below this cosine similarity are dropped as noise.
         ann_threshold: partitions with more vectors than this use the ANN index (hnswlib),
             smaller ones exact search.
+        save_graphs: keep each partition's HNSW graph in a folder beside a SQLite database
+            file (``<file>.vectors``), so a reopened store does not build it again; a
+            cache, checked against the stored vectors on load.
         part_vectors: score candidates by the best of their whole-text and sentence vectors
             (for memory types that store sentence vectors: episodes and conversation turns).
         part_candidates: how many of each signal's best candidates are re-scored that way
@@ -75,6 +78,7 @@ class SearchConfig:
     strip_time: bool = True
     min_similarity: float = 0.0
     ann_threshold: int = 20_000
+    save_graphs: bool = True
     part_vectors: bool = True
     part_candidates: int = 30
     rerank_candidates: int = 20

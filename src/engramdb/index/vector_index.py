@@ -4,7 +4,9 @@ Small sets are searched exactly with one matrix-vector product; above ``ann_thre
 vectors an HNSW graph (hnswlib) answers instead. A record may also have part vectors (one per
 sentence): they are not searched, but kept to re-score candidates by their best vector. All of
 it is derived data: built from the stored vectors, updated as writes land, and thrown away
-without loss.
+without loss. ``load`` may start from a saved graph (``SavedGraph``, see ``graph_files``)
+instead of building one: the saved graph is checked against the stored vectors and brought
+in step with them, or not used.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ import numpy as np
 import numpy.typing as npt
 
 from engramdb.index.blas import one_blas_thread
+from engramdb.index.graph_files import SavedGraph, fingerprints
 
 FloatArray = npt.NDArray[np.float32]
 #: Part vectors are kept at half precision: they only re-score candidates, and there are
 #: two to three times as many of them as records (the similarity moves by about 1e-3).
 PartArray = npt.NDArray[np.float16]
+#: A saved graph is patched only while what changed since it was saved is at most this share
+#: of the stored vectors, and it holds no more deleted elements than live ones; past that, a
+#: fresh build costs little more and gives a better graph.
+MAX_PATCH_SHARE = 0.5
 
 
 def best_of_blocks(rows: npt.ArrayLike, lengths: Sequence[int], query: FloatArray) -> FloatArray:
@@ -46,6 +53,10 @@ class VectorIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._parts: dict[int, PartArray] = {}
         self._ann: Any = None
+        #: Counts the graph's changes; ``saved_version`` is the count its saved copy holds
+        #: (``None``: no saved copy holds this graph).
+        self.graph_version = 0
+        self.saved_version: int | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -54,6 +65,73 @@ class VectorIndex:
     def uses_ann(self) -> bool:
         """Whether searches go through the HNSW graph."""
         return self._ann is not None
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether the graph holds changes its saved copy lacks."""
+        return self._ann is not None and self.graph_version != self.saved_version
+
+    def load(
+        self, ids: Sequence[int], vectors: FloatArray, saved: SavedGraph | None = None
+    ) -> bool:
+        """Hold exactly the vectors ``ids`` gives (an empty index before), starting from
+        ``saved`` when it is worth patching: every id it lacks, or holds with another vector,
+        is added, every id it holds beyond ``ids`` is deleted. Returns whether ``saved`` was
+        used (otherwise a graph, if needed, is built)."""
+        self._hold(ids, vectors)
+        if len(self._rows) <= self.ann_threshold:
+            return False
+        if saved is not None and self._adopt(saved):
+            return True
+        self._build_ann()
+        return False
+
+    def _hold(self, ids: Sequence[int], vectors: FloatArray) -> None:
+        """Hold exactly ``ids``' vectors, searched exactly until a graph is set."""
+        self._ids = np.asarray(ids, dtype=np.int64)
+        self._matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dimensions)
+        self._alive = np.ones(len(ids), dtype=bool)
+        self._rows = {int(item): row for row, item in enumerate(self._ids)}
+
+    def _adopt(self, saved: SavedGraph) -> bool:
+        """Use ``saved``'s graph, brought in step with this index's vectors (the fingerprints
+        say which ones it holds as they are); ``False`` if it differs too much."""
+        ann = saved.ann
+        if ann.dim != self.dimensions or len(saved.ids) != len(saved.fingerprints):
+            return False
+        order = np.argsort(saved.ids, kind="stable")
+        known, known_prints = saved.ids[order], saved.fingerprints[order]
+        where = np.minimum(np.searchsorted(known, self._ids), max(len(known) - 1, 0))
+        held = (known[where] == self._ids) if len(known) else np.zeros(len(self._ids), bool)
+        same = held & (known_prints[where] == fingerprints(self._matrix)).all(axis=1)
+        stale = ~same
+        gone = known[~np.isin(known, self._ids)]
+        live = len(self._ids)
+        tombstones = ann.get_current_count() - len(known) + len(gone)
+        if int(stale.sum()) + len(gone) > MAX_PATCH_SHARE * live or tombstones > live:
+            return False
+        try:
+            for item in gone:
+                ann.mark_deleted(int(item))
+            self._ann = ann
+            if stale.any():
+                self._ann_add(self._ids[stale], self._matrix[stale])
+        except RuntimeError:
+            # A label the manifest promised is missing: the files disagree; build instead.
+            self._ann = None
+            return False
+        ann.set_num_threads(1)
+        ann.set_ef(128)
+        if saved.on_disk and not stale.any() and not len(gone):
+            self.saved_version = self.graph_version
+        return True
+
+    def saved_graph(self) -> SavedGraph | None:
+        """This index's graph and what it holds, for saving (``None`` without a graph)."""
+        if self._ann is None:
+            return None
+        prints = fingerprints(self._matrix[self._alive])
+        return SavedGraph(self._ids[self._alive], prints, self._ann, on_disk=not self.unsaved)
 
     def upsert(
         self, ids: Sequence[int], vectors: FloatArray, parts: Sequence[bytes | None] | None = None
@@ -113,6 +191,7 @@ class VectorIndex:
             self._alive[row] = False
             if self._ann is not None:
                 self._ann.mark_deleted(int(item))
+                self.graph_version += 1
         if len(self._alive) > 64 and self._alive.sum() < len(self._alive) // 2:
             self._compact()
 
@@ -132,6 +211,7 @@ class VectorIndex:
         ann.add_items(self._matrix, self._ids)
         ann.set_ef(128)
         self._ann = ann
+        self.graph_version += 1
 
     def _ann_add(self, ids: Sequence[int], vectors: FloatArray) -> None:
         needed = self._ann.get_current_count() + len(ids)
@@ -139,6 +219,7 @@ class VectorIndex:
             self._ann.resize_index(2 * needed)
         # A re-added id replaces its old (deleted-marked) element.
         self._ann.add_items(vectors, np.asarray(ids, dtype=np.int64), replace_deleted=False)
+        self.graph_version += 1
 
     def search(
         self, query: FloatArray, k: int, allowed: Collection[int] | None = None
@@ -181,6 +262,11 @@ class VectorIndex:
         self._ann.set_ef(max(128, 2 * top))
         labels, distances = self._ann.knn_query(query, k=top, filter=keep)
         # For the inner-product space hnswlib reports 1 - dot product.
-        hits = [(int(i), 1.0 - float(d)) for i, d in zip(labels[0], distances[0], strict=True)]
+        hits = [
+            (int(i), 1.0 - float(d))
+            for i, d in zip(labels[0], distances[0], strict=True)
+            # A graph label this index does not hold (left in a saved graph) is never a hit.
+            if int(i) in self._rows
+        ]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits

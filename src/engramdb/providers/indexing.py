@@ -5,8 +5,11 @@ transaction. Vectors are computed before a write commits and stored with it — 
 embedding model is unavailable, the write commits without them and ``PendingVectors`` embeds
 those records later; a search whose query cannot be embedded ranks by full text. In memory, one
 ``VectorIndex`` per partition serves similarity search, loaded from the stored vectors on first
-use, updated by this process's writes, and dropped when another process commits. Everything
-here is derived from the log: losing it loses nothing.
+use, updated by this process's writes, and dropped when another process commits. A
+partition's HNSW graph is kept between runs beside a database file (``VectorGraphs``) and, when
+dropped, kept until its partition reloads: either way it is checked against the stored vectors
+and brought in step before use. Everything here is derived from the log: losing it loses
+nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
 from engramdb.providers.pending_vectors import PendingVectors
 from engramdb.providers.projection import ProjectionSpec
+from engramdb.providers.vector_graphs import VectorGraphs
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import NativeVectorSearch
@@ -114,6 +118,9 @@ class Indexer:
         #: Below this many documents in a partition no word is dropped as too common.
         self.min_docs_to_prune = min_docs_to_prune
         self._indexes: dict[tuple[str, Scope], VectorIndex] = {}
+        #: Graphs of dropped indexes, each the starting point of its partition's reload.
+        self._dropped: dict[tuple[str, Scope], VectorIndex] = {}
+        self.graphs = VectorGraphs.beside(backend) if self.config.save_graphs else None
         # Several memory types embed the same prompt in one turn, often at the same moment:
         # each prompt is embedded once, and callers share the one computation in flight.
         self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
@@ -218,7 +225,7 @@ class Indexer:
         self._checked = now
         version = await self.backend.search.data_version()
         if version != self._version:
-            self._indexes.clear()
+            self.forget_all()
             self._version = version
 
     async def vector_index(self, namespace: str, partition: Scope) -> VectorIndex:
@@ -229,21 +236,50 @@ class Indexer:
             slot = (namespace, partition)
             index = self._indexes.get(slot)
             if index is None:
-                index = VectorIndex(
-                    self.embedder.dimensions, ann_threshold=self.config.ann_threshold
-                )
-                ids, blobs = await self.backend.search.vectors(
-                    RecordQuery(namespace, partition), self.model
-                )
-                if ids:
-                    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
-                    index.upsert(ids, matrix.astype(np.float32))
-                    parts = await self.backend.search.part_vectors(
-                        RecordQuery(namespace, partition), self.model
-                    )
-                    index.set_parts(list(parts), list(parts.values()))
+                index, built = await self._load_index(namespace, partition)
                 self._indexes[slot] = index
+                if built and self.graphs is not None:
+                    # A built graph is saved at once (a patched one on close); registered
+                    # first, so that writes committed while the files are written reach it.
+                    await self.graphs.save(self._identity(slot), index)
             return index
+
+    def _identity(self, slot: tuple[str, Scope]) -> dict[str, Any]:
+        assert self.embedder is not None
+        return VectorGraphs.identity(*slot, self.model, self.embedder.dimensions)
+
+    async def _load_index(self, namespace: str, partition: Scope) -> tuple[VectorIndex, bool]:
+        """A partition's vector index from its stored vectors, and whether a graph was built
+        for it: its graph, when it needs one, is the one it had before it was dropped, or the
+        saved one, brought in step with the stored vectors, or else built."""
+        assert self.embedder is not None
+        index = VectorIndex(self.embedder.dimensions, ann_threshold=self.config.ann_threshold)
+        dropped = self._dropped.pop((namespace, partition), None)
+        saved = dropped.saved_graph() if dropped is not None else None
+        if saved is None and self.graphs is not None:
+            # Read before the vectors: what is committed meanwhile is in the vectors.
+            saved = await self.graphs.load(self._identity((namespace, partition)))
+        ids, blobs = await self.backend.search.vectors(
+            RecordQuery(namespace, partition), self.model
+        )
+        if not ids:
+            return index, False
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
+        patched = index.load(ids, matrix.astype(np.float32), saved)
+        parts = await self.backend.search.part_vectors(
+            RecordQuery(namespace, partition), self.model
+        )
+        index.set_parts(list(parts), list(parts.values()))
+        return index, index.uses_ann and not patched
+
+    async def close(self) -> None:
+        """Save the graphs that changed since they were loaded or saved."""
+        async with self._lock:
+            if self.graphs is None or self.embedder is None:
+                return
+            for slot, index in [*self._dropped.items(), *self._indexes.items()]:
+                await self.graphs.save(self._identity(slot), index)
+            self._dropped.clear()
 
     def indexed_event(
         self, record: Record, scope: Scope, trace: TraceContext | None = None
@@ -290,11 +326,18 @@ class Indexer:
 
     def invalidate(self, namespace: str, partition: Scope) -> None:
         """Drop one partition's loaded vector index (it reloads on next use)."""
-        self._indexes.pop((namespace, partition), None)
+        self._drop((namespace, partition))
 
     def forget_all(self) -> None:
         """Drop every loaded vector index (after a rebuild, say)."""
-        self._indexes.clear()
+        for slot in list(self._indexes):
+            self._drop(slot)
+
+    def _drop(self, slot: tuple[str, Scope]) -> None:
+        # Kept until the partition reloads, which checks its graph against the stored vectors.
+        index = self._indexes.pop(slot, None)
+        if index is not None and index.uses_ann:
+            self._dropped[slot] = index
 
     async def search(
         self,

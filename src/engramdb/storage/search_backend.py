@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
@@ -111,4 +112,14 @@ class NativeVectorSearch(Protocol):
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector`` (float32 bytes), best first."""
+        ...
+
+
+@runtime_checkable
+class LocalVectorFiles(Protocol):
+    """A backend whose database is a local file, beside which a process may keep the vector
+    graphs it builds (a cache: a store copied without them works as well)."""
+
+    def vector_graph_folder(self) -> Path | None:
+        """The folder for those graphs (``None`` for a database kept in memory)."""
         ...

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from cachetools import TTLCache
@@ -71,6 +72,11 @@ class SqliteSearch:
         self._shares: TTLCache[tuple[str, object], bool] = TTLCache(
             maxsize=10_000, ttl=SHARE_TTL_S, timer=time.monotonic
         )
+
+    def vector_graph_folder(self) -> Path | None:
+        """``<database>.vectors``, beside the database file (none for ``:memory:``)."""
+        path = self._worker.path
+        return None if path == ":memory:" else Path(f"{path}.vectors")
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects that match the FTS5 expression ``match``, best first,
