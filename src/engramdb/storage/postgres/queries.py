@@ -285,9 +285,12 @@ _HEAD = f"""
 _MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)"
 #: Document frequencies counted in the hits (all of them hold every record that has a word).
 _COUNTED_DF = "SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme"
-#: Document frequencies of bounded hits: counted where a word's hits are all its records,
-#: the partition's otherwise.
-_BOUNDED_DF = f"""SELECT lexeme, (CASE WHEN terms.docs > {SCORED_PER_WORD} THEN terms.docs
+
+
+def _bounded_df(bound: int) -> str:
+    """Document frequencies of bounded hits: counted where a word's hits are all its records,
+    the partition's otherwise."""
+    return f"""SELECT lexeme, (CASE WHEN terms.docs > {int(bound)} THEN terms.docs
                   ELSE count(*) END)::float8 AS n
             FROM tf JOIN terms USING (lexeme) GROUP BY lexeme, terms.docs"""
 
@@ -319,7 +322,11 @@ def _bm25_tail(table: str, df: str) -> str:
 
 
 def text_search(
-    query: RecordQuery, words: list[str], limit: int, tenant: uuid.UUID | None = None
+    query: RecordQuery,
+    words: list[str],
+    limit: int,
+    tenant: uuid.UUID | None = None,
+    bound: int = SCORED_PER_WORD,
 ) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
@@ -327,7 +334,7 @@ def text_search(
     The document count and mean length are those of the partitions ``query`` reads, kept in
     ``text_stats`` by the writes. Document frequencies are counted in the records it selects
     that hold the words. Given ``tenant`` (the id of a one-partition query's tenant), each
-    word is scored in at most its ``SCORED_PER_WORD`` newest records ``query`` selects, and a
+    word is scored in at most its ``bound`` newest records ``query`` selects, and a
     word more records hold has the partition's document frequency (``text_terms``): the cost
     is then bounded whatever the partition's size. Scores depend on the caller's own records
     only, never on another tenant's. A document's length is its count of distinct lexemes.
@@ -355,9 +362,9 @@ def text_search(
                 SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
                 WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where}
                     AND r.{_MATCHES}
-                ORDER BY p.record_id DESC LIMIT {SCORED_PER_WORD}) AS h
+                ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
             ORDER BY h.id),
-        {_bm25_tail(table, _BOUNDED_DF)}"""
+        {_bm25_tail(table, _bounded_df(bound))}"""
     return sql, [*first, *partition, *partition, *last]
 
 

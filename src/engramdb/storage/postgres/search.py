@@ -19,6 +19,7 @@ from engramdb.storage.postgres.queries import (
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
+    SCORED_PER_WORD,
     any_word,
     match_words,
     nearest_select,
@@ -85,6 +86,8 @@ class PostgresSearch:
         #: Search vectors through the HNSW index even where the planner would rather scan the
         #: table exactly (it does for small tables): approximate search on small data.
         self.prefer_index = False
+        #: How many of a word's newest records a one-partition full-text query scores at most.
+        self.scored_per_word = SCORED_PER_WORD
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
@@ -94,7 +97,7 @@ class PostgresSearch:
             return []
         # One partition's query is bounded by its words' postings (see ``text_search``).
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
-        sql, params = text_search(query, words, limit, tenant)
+        sql, params = text_search(query, words, limit, tenant, self.scored_per_word)
         async with self._pool.transaction(context_for([query.scope])) as conn:
             rows = await (await conn.execute(sql, params)).fetchall()
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
