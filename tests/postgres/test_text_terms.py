@@ -17,13 +17,14 @@ from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.postgres import PostgresBackend
 from engramdb.storage.postgres.queries import SCORED_PER_WORD
-from engramdb.storage.postgres.schema import RECORD_TABLES
+from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE
+from engramdb.storage.postgres.tenancy import tenant_uuid, user_uuid
 from engramdb.storage.records import Delete, Hide, Put, Record, RecordQuery
 from tests.postgres.conftest import ACME_ALICE, ACME_BOB, GLOBEX, NAMESPACES, T0, secret
 
 _POSTINGS = (
     "SELECT tenant_uuid, engram_partition_key(namespace, tenant, user_id, agent, session, plan) "
-    "AS part_key, lexeme, id FROM {table}, unnest(tsvector_to_array(tsv)) AS lexeme"
+    "AS part_key, lexeme, id, user_uuid FROM {table}, unnest(tsvector_to_array(tsv)) AS lexeme"
 )
 WORDS = ("apple", "pear", "plum", "fig", "kiwi", "lime")
 
@@ -32,12 +33,17 @@ def kept_and_counted(url: str) -> tuple[list[Any], list[Any], list[Any], list[An
     """The kept terms, their fresh count, the kept postings and the records' postings."""
     postings = " UNION ALL ".join(_POSTINGS.format(table=table) for table in RECORD_TABLES)
     with psycopg.connect(url) as conn:
-        terms = conn.execute("SELECT * FROM text_terms ORDER BY 1, 2, 3").fetchall()
-        counted = conn.execute(
-            f"SELECT tenant_uuid, part_key, lexeme, count(*) FROM ({postings}) AS p "
-            "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        terms = conn.execute(
+            "SELECT tenant_uuid, part_key, lexeme, user_uuid, docs FROM text_terms ORDER BY 1, 2, 3"
         ).fetchall()
-        kept = conn.execute("SELECT * FROM text_postings ORDER BY 1, 2, 3, 4").fetchall()
+        counted = conn.execute(
+            f"SELECT tenant_uuid, part_key, lexeme, user_uuid, count(*) FROM ({postings}) AS p "
+            "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
+        ).fetchall()
+        kept = conn.execute(
+            "SELECT tenant_uuid, part_key, lexeme, record_id, user_uuid FROM text_postings "
+            "ORDER BY 1, 2, 3, 4"
+        ).fetchall()
         fresh = conn.execute(f"SELECT * FROM ({postings}) AS p ORDER BY 1, 2, 3, 4").fetchall()
     return terms, counted, kept, fresh
 
@@ -126,6 +132,24 @@ async def test_a_rebuild_counts_the_terms_afresh(backend: PostgresBackend, url: 
         "kiwi": 1,
         "apple": 0,
     }
+
+
+async def test_a_users_words_are_hidden_from_another_user_of_its_tenant(
+    backend: PostgresBackend, url: str
+) -> None:
+    await backend.commit(
+        [fruit("episodic", scope, "a", 0) for scope in (ACME_ALICE, ACME_BOB, GLOBEX)], []
+    )
+    alice = user_uuid("acme", "alice")
+    for table in ("text_terms", "text_postings"):
+        with psycopg.connect(url) as conn:
+            conn.execute(f"SET LOCAL ROLE {SERVICE_ROLE}")
+            conn.execute(
+                "SELECT set_config('app.current_tenant', %s, true)", (str(tenant_uuid("acme")),)
+            )
+            conn.execute("SELECT set_config('app.current_user', %s, true)", (str(alice),))
+            users = conn.execute(f"SELECT DISTINCT user_uuid FROM {table}").fetchall()
+        assert users == [(alice,)]
 
 
 def _query(scope: Scope | ScopeFilter, **conditions: Any) -> RecordQuery:

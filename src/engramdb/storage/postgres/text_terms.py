@@ -22,12 +22,13 @@ MOVED = (
 #: The partition key of a record's (or a ``text_stats`` row's) scope columns.
 PART_KEY = "engram_partition_key(namespace, tenant, user_id, agent, session, plan)"
 _TERM_KEY = "tenant_uuid, part_key, lexeme"
+_PRIVATE = "tenant_uuid = engram_tenant() AND (engram_user() IS NULL OR user_uuid = engram_user())"
 
 
 def _postings(rows: str) -> str:
     """One row per (record, distinct lexeme) of the records ``rows``."""
     return (
-        f"SELECT tenant_uuid, {PART_KEY} AS part_key, lexeme, id AS record_id "
+        f"SELECT tenant_uuid, {PART_KEY} AS part_key, lexeme, id AS record_id, user_uuid "
         f"FROM {rows}, unnest(tsvector_to_array(tsv)) AS lexeme"
     )
 
@@ -35,7 +36,8 @@ def _postings(rows: str) -> str:
 def _terms(rows: str) -> str:
     """Per partition and lexeme of the records ``rows``: how many of them hold it."""
     return (
-        f"SELECT {_TERM_KEY}, count(*) AS docs FROM ({_postings(rows)}) AS p GROUP BY {_TERM_KEY}"
+        f"SELECT {_TERM_KEY}, user_uuid, count(*) AS docs FROM ({_postings(rows)}) AS p "
+        f"GROUP BY {_TERM_KEY}, user_uuid"
     )
 
 
@@ -43,8 +45,9 @@ def _add(rows: str) -> tuple[str, str]:
     """Count the records ``rows`` in: their postings, then their terms (in key order, so
     that concurrent writers lock the rows alike)."""
     return (
-        f"INSERT INTO text_postings ({_TERM_KEY}, record_id) {_postings(rows)}",
-        f"""INSERT INTO text_terms AS t ({_TERM_KEY}, docs) {_terms(rows)} ORDER BY {_TERM_KEY}
+        f"INSERT INTO text_postings ({_TERM_KEY}, record_id, user_uuid) {_postings(rows)}",
+        f"""INSERT INTO text_terms AS t ({_TERM_KEY}, user_uuid, docs) {_terms(rows)}
+        ORDER BY {_TERM_KEY}
         ON CONFLICT ({_TERM_KEY}) DO UPDATE SET docs = t.docs + excluded.docs""",
     )
 
@@ -103,6 +106,7 @@ def text_terms_schema(
             tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
             part_key text COLLATE "C" NOT NULL,
             lexeme text COLLATE "C" NOT NULL,
+            user_uuid uuid,
             docs bigint NOT NULL,
             PRIMARY KEY (tenant_uuid, part_key, lexeme)
         )""",
@@ -112,12 +116,20 @@ def text_terms_schema(
             part_key text COLLATE "C" NOT NULL,
             lexeme text COLLATE "C" NOT NULL,
             record_id bigint NOT NULL,
+            user_uuid uuid,
             PRIMARY KEY (tenant_uuid, part_key, lexeme, record_id)
         )""",
         *(
             statement
             for table in ("text_terms", "text_postings")
-            for statement in (*security(table), f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+            for statement in (
+                *security(table),
+                # A partition's words are as private as its records: its user's, when the
+                # transaction names one (a record's user is its partition's).
+                f"ALTER POLICY tenant_isolation ON {table} USING ({_PRIVATE}) "
+                f"WITH CHECK ({_PRIVATE})",
+                f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
+            )
         ),
         f"""CREATE FUNCTION engram_text_terms() RETURNS trigger LANGUAGE plpgsql
         SECURITY DEFINER SET search_path = public, pg_temp AS $${_trigger_body()}$$""",
