@@ -52,7 +52,7 @@ _TABLES_OF_IDS = " UNION ALL ".join(
 
 
 async def _word_keys(conn: Connection, namespace: str, scope: Scope, text: str) -> list[str]:
-    """The keys of ``text``'s words in the partition's words index. The search statement is
+    """The keys of ``text``'s words in the partition's words index. The counting statement is
     then planned for these very keys (a custom plan each time: a generic one cannot know how
     few records hold them, and would rather filter every row of the partition)."""
     await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
