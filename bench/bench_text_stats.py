@@ -68,7 +68,7 @@ async def fill(url: str, scope: Scope, texts: Sequence[str], start: int, console
                 )
                 progress.advance(task, len(chunk))
         # As autovacuum would after so many rows: the planner sees the grown tables.
-        await conn.execute("ANALYZE episodic_memory")
+        await conn.execute("ANALYZE")
 
 
 async def time_queries(
@@ -94,13 +94,15 @@ async def time_queries(
     return percentiles(samples)
 
 
-async def run(sizes: Sequence[int], queries: int, limit: int, console: Console) -> dict[str, Any]:
+async def run(
+    database: str, sizes: Sequence[int], queries: int, limit: int, console: Console
+) -> dict[str, Any]:
     """Grow one partition through ``sizes`` and time the questions at each."""
     texts = synthetic_sentences(2 * max(sizes), seed=7)
     mine, theirs = texts[: max(sizes)], texts[max(sizes) :]
     questions = synthetic_questions(queries, seed=11)
     rows = []
-    url = f"postgresql://postgres@127.0.0.1:5432/{DATABASE}"
+    url = f"postgresql://postgres@127.0.0.1:5432/{database}"
     backend = await PostgresBackend.open(url)
     try:
         # One record per tenant through the backend, so the tenant and user rows exist.
@@ -133,15 +135,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--limit", type=int, default=50, help="hits asked per query")
     parser.add_argument("--out", type=Path, help="write the JSON results here")
+    parser.add_argument("--database", default=DATABASE, help="created here, dropped after")
     args = parser.parse_args(argv)
     console = Console()
-    name = sql.Identifier(DATABASE)
+    name = sql.Identifier(args.database)
     with psycopg.connect(SERVER, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
-        results = asyncio.run(run(sizes, args.queries, args.limit, console))
+        results = asyncio.run(run(args.database, sizes, args.queries, args.limit, console))
     finally:
         with psycopg.connect(SERVER, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))

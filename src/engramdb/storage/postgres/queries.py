@@ -8,9 +8,10 @@ a generated ``tsvector`` and an optional pgvector embedding.
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
-from engramdb.core.scope import LEVELS, Level, ScopeFilter
+from engramdb.core.scope import LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.validation import to_json
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.postgres.schema import PARTITION_WORDS, TEXT_CONFIG, table_for
@@ -267,45 +268,61 @@ PARTITION_WORD_KEYS = (
 PARTITION_WORD_MATCH = f"{PARTITION_WORDS} && %s::text[]"
 
 
-def text_search(
-    query: RecordQuery, words: list[str], limit: int, keys: list[str] | None = None
-) -> tuple[str, list[Any]]:
-    """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
-    each row a record followed by its Okapi BM25 score (higher is better).
-
-    Document frequencies are those of the records ``query`` selects; the document count and
-    mean length are those of the partitions it reads, kept in ``text_stats`` by the writes
-    (reading them costs the same however many records there are). Scores depend on the
-    caller's own records only, never on another tenant's. A document's length is its count
-    of distinct lexemes.
-    """
-    where, params = record_where(query)
-    scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
-    partitions = " AND ".join(["namespace = %s", *scope_sql])
-    table = table_for(query.namespace)
-    text = " ".join(words)
-    # ``keys``: the query's words in its partition's words index (one partition's query).
-    narrow, narrow_params = ("", []) if keys is None else (f" AND {PARTITION_WORD_MATCH}", [keys])
-    # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
-    # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
-    # Records are joined for the final page only.
-    sql = f"""
+#: How many of a word's records a one-partition query scores at most: its newest ones. A word
+#: fewer records hold (every word, in a partition of no more records than this) is scored in
+#: every one of them, exactly as without the bound; beyond it, a query costs the same however
+#: large the partition grows, and the word's document frequency is the partition's.
+SCORED_PER_WORD = 1000
+#: A partition's own terms (``text_terms``, migration 0013); parameters: the tenant's id,
+#: then the partition's namespace and scope columns.
+_PARTITION_TERMS = "tenant_uuid = %s AND part_key = engram_partition_key(%s, %s, %s, %s, %s, %s)"
+#: The single lexeme of each of some one-piece ``word_phrase``s (NULL where a phrase has more
+#: or none) with its document frequency in a partition; parameters: the phrases, then those of
+#: ``_PARTITION_TERMS``.
+PARTITION_TERM_COUNTS = f"""
+    SELECT w.at, CASE WHEN cardinality(w.lexemes) = 1
+                      AND numnode(websearch_to_tsquery('{TEXT_CONFIG}', w.phrase)) = 1
+                 THEN coalesce(t.docs, 0) END
+    FROM (SELECT at, phrase,
+                 tsvector_to_array(to_tsvector('{TEXT_CONFIG}', engram_text_words(phrase)))
+                 AS lexemes
+          FROM unnest(%s::text[]) WITH ORDINALITY AS u(phrase, at)) AS w
+    LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexemes[1]"""
+_HEAD = f"""
         WITH lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted
             FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
         stats AS (
             SELECT greatest(sum(docs), 1)::float8 AS docs,
                    greatest(sum(lexemes)::float8 / greatest(sum(docs), 1), 1) AS avgdl
-            FROM text_stats WHERE {partitions}),
-        hits AS (
-            SELECT id, key, tsv FROM {table}
-            WHERE {where}{narrow} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)),
+            FROM text_stats WHERE {{partitions}}),"""
+_MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)"
+#: Document frequencies counted in the hits (all of them hold every record that has a word).
+_COUNTED_DF = "SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme"
+
+
+def _bounded_df(bound: int) -> str:
+    """Document frequencies of bounded hits: counted where a word's hits are all its records,
+    the partition's otherwise."""
+    return f"""SELECT lexeme, (CASE WHEN terms.docs > {int(bound)} THEN terms.docs
+                  ELSE count(*) END)::float8 AS n
+            FROM tf JOIN terms USING (lexeme) GROUP BY lexeme, terms.docs"""
+
+
+def _bm25_tail(table: str, df: str) -> str:
+    """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
+    lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
+    rows over ``tf``) and the best scores, joined to their records."""
+    # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
+    # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
+    # Records are joined for the final page only.
+    return f"""
         tf AS (
             SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
                    length(hits.tsv)::float8 AS dl
             FROM hits, lexemes,
                  unnest(ts_filter(setweight(hits.tsv, 'A', lexemes.wanted), '{{a}}')) AS t),
-        df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme),
+        df AS ({df}),
         scores AS (
             SELECT tf.id, tf.key, sum(
                 greatest(ln((stats.docs - df.n + 0.5) / (df.n + 0.5)), 1e-6)
@@ -316,15 +333,53 @@ def text_search(
             ORDER BY score DESC, tf.key LIMIT %s)
         SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
         ORDER BY scores.score DESC, r.key"""
-    return sql, [
-        text,
-        query.namespace,
-        *scope_params,
-        *params,
-        *narrow_params,
-        any_word(words),
-        limit,
-    ]
+
+
+def text_search(
+    query: RecordQuery,
+    words: list[str],
+    limit: int,
+    tenant: uuid.UUID | None = None,
+    bound: int = SCORED_PER_WORD,
+) -> tuple[str, list[Any]]:
+    """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
+    each row a record followed by its Okapi BM25 score (higher is better).
+
+    The document count and mean length are those of the partitions ``query`` reads, kept in
+    ``text_stats`` by the writes. Document frequencies are counted in the records it selects
+    that hold the words. Given ``tenant`` (the id of a one-partition query's tenant), each
+    word is scored in at most its ``bound`` newest records ``query`` selects, and a
+    word more records hold has the partition's document frequency (``text_terms``): the cost
+    is then bounded whatever the partition's size. Scores depend on the caller's own records
+    only, never on another tenant's. A document's length is its count of distinct lexemes.
+    """
+    where, params = record_where(query)
+    scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
+    table = table_for(query.namespace)
+    head = _HEAD.format(partitions=" AND ".join(["namespace = %s", *scope_sql]))
+    first = [" ".join(words), query.namespace, *scope_params]
+    last = [*params, any_word(words), limit]
+    if tenant is None or not isinstance(query.scope, Scope):
+        sql = f"""{head}
+        hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {_MATCHES}),
+        {_bm25_tail(table, _COUNTED_DF)}"""
+        return sql, [*first, *last]
+    partition = [tenant, query.namespace, *query.scope.columns()]
+    # Each word's postings, walked newest first until enough of its records pass the query's
+    # own conditions (with none beyond the partition's, those are the first ones).
+    sql = f"""{head}
+        terms AS (
+            SELECT lexeme, docs FROM text_terms, lexemes
+            WHERE {_PARTITION_TERMS} AND lexeme = ANY(lexemes.wanted)),
+        hits AS (
+            SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
+                SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
+                WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where}
+                    AND r.{_MATCHES}
+                ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
+            ORDER BY h.id),
+        {_bm25_tail(table, _bounded_df(bound))}"""
+    return sql, [*first, *partition, *partition, *last]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

@@ -18,6 +18,7 @@ superuser bypasses it: services connect as a service login instead (see ``logins
 from __future__ import annotations
 
 from engramdb.storage.migrations import Migration
+from engramdb.storage.postgres.text_terms import MOVED, statement_triggers, text_terms_schema
 
 SERVICE_ROLE = "engram_service"
 ADMIN_ROLE = "engram_admin"
@@ -299,13 +300,6 @@ _STATS_KEY = "namespace, tenant, user_id, agent, session, plan"
 PARTITION_WORDS_ARGS = "text, text, text, text, text, text, tsvector"
 #: A record's words, each prefixed with its partition's key (migration 0012's index).
 PARTITION_WORDS = f"engram_partition_words({_STATS_KEY}, tsv)"
-#: Rows of an update whose text or partition changed (the others leave the statistics be).
-_MOVED = (
-    "(SELECT {side}.* FROM old_rows o JOIN new_rows n USING (id) "
-    "WHERE (o.tsv, o.namespace, o.tenant, o.user_id, o.agent, o.session, o.plan) "
-    "IS DISTINCT FROM (n.tsv, n.namespace, n.tenant, n.user_id, n.agent, n.session, n.plan)) "
-    "AS moved"
-)
 
 
 def _stats_rows(rows: str) -> str:
@@ -380,25 +374,15 @@ def _text_stats() -> tuple[str, ...]:
             IF TG_OP = 'INSERT' THEN {_stats_add("new_rows")};
             ELSIF TG_OP = 'DELETE' THEN {_stats_take("old_rows")};
             ELSE
-                {_stats_take(_MOVED.format(side="o"))};
-                {_stats_add(_MOVED.format(side="n"))};
+                {_stats_take(MOVED.format(side="o"))};
+                {_stats_add(MOVED.format(side="n"))};
             END IF;
             RETURN NULL;
         END $$""",
         *(
-            statement
+            s
             for table in RECORD_TABLES
-            for statement in (
-                f"""CREATE TRIGGER {table}_stats_insert AFTER INSERT ON {table}
-                    REFERENCING NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
-                f"""CREATE TRIGGER {table}_stats_delete AFTER DELETE ON {table}
-                    REFERENCING OLD TABLE AS old_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
-                f"""CREATE TRIGGER {table}_stats_update AFTER UPDATE ON {table}
-                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-                    FOR EACH STATEMENT EXECUTE FUNCTION engram_text_stats()""",
-            )
+            for s in statement_triggers(table, "stats", "engram_text_stats")
         ),
         # Records stored before are counted once, here (by an owner the tables' row security
         # would otherwise show no row).
@@ -473,4 +457,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # Full-text statistics per partition, kept in the writing transaction.
     Migration("0012_text_stats", _text_stats()),
+    # Each partition's document frequency per word and its postings, kept by the writes.
+    Migration("0013_text_terms", text_terms_schema(RECORD_TABLES, _security)),
 )

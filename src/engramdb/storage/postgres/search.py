@@ -16,8 +16,10 @@ from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
     PARTITION,
+    PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
+    SCORED_PER_WORD,
     any_word,
     match_words,
     nearest_select,
@@ -31,7 +33,7 @@ from engramdb.storage.postgres.queries import (
     word_phrase,
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
-from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for
+from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant_uuid
 from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
@@ -50,13 +52,25 @@ _TABLES_OF_IDS = " UNION ALL ".join(
 
 
 async def _word_keys(conn: Connection, namespace: str, scope: Scope, text: str) -> list[str]:
-    """The keys of ``text``'s words in the partition's words index. The search statement is
+    """The keys of ``text``'s words in the partition's words index. The counting statement is
     then planned for these very keys (a custom plan each time: a generic one cannot know how
     few records hold them, and would rather filter every row of the partition)."""
     await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
     cursor = await conn.execute(PARTITION_WORD_KEYS, (namespace, *scope.columns(), text))
     row = await cursor.fetchone()
     return list(row[0]) if row and row[0] else []
+
+
+async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: str) -> int:
+    """How many of the partition's records hold ``term``'s words as a phrase."""
+    keys = await _word_keys(conn, namespace, scope, term)
+    cursor = await conn.execute(
+        f"SELECT count(*) FROM {table_for(namespace)} WHERE {PARTITION} "
+        f"AND {PARTITION_WORD_MATCH} AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
+        (namespace, *scope.columns(), keys, word_phrase(term)),
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 class PostgresSearch:
@@ -72,6 +86,8 @@ class PostgresSearch:
         #: Search vectors through the HNSW index even where the planner would rather scan the
         #: table exactly (it does for small tables): approximate search on small data.
         self.prefer_index = False
+        #: How many of a word's newest records a one-partition full-text query scores at most.
+        self.scored_per_word = SCORED_PER_WORD
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
@@ -79,11 +95,10 @@ class PostgresSearch:
         words = match_words(match)
         if not any_word(words) or limit <= 0:
             return []
+        # One partition's query is bounded by its words' postings (see ``text_search``).
+        tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
+        sql, params = text_search(query, words, limit, tenant, self.scored_per_word)
         async with self._pool.transaction(context_for([query.scope])) as conn:
-            keys = None
-            if isinstance(query.scope, Scope):
-                keys = await _word_keys(conn, query.namespace, query.scope, " ".join(words))
-            sql, params = text_search(query, words, limit, keys)
             rows = await (await conn.execute(sql, params)).fetchall()
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
@@ -97,26 +112,25 @@ class PostgresSearch:
         self, namespace: str, scope: Scope, terms: Sequence[str]
     ) -> dict[str, int]:
         """How many of the partition's records hold each term (its own records only: what is
-        common elsewhere is neither counted nor revealed)."""
-        table = table_for(namespace)
-        base = (namespace, *scope.columns())
-        counts: dict[str, int] = {}
+        common elsewhere is neither counted nor revealed). A term of one word is one row of
+        ``text_terms``, all of them in one statement; a term of several words ("user_city",
+        the phrase "user city") is counted in the records."""
+        phrases = {term: word_phrase(term) for term in terms}
+        asked = [t for t in terms if phrases[t] is not None]
+        # No letter or digit: the index holds no such word.
+        counts = {term: 0 for term in terms if phrases[term] is None}
+        partition = (tenant_uuid(scope.tenant), namespace, *scope.columns())
         async with self._pool.transaction(context_for([scope])) as conn:
-            for term in terms:
-                phrase = word_phrase(term)
-                if phrase is None:
-                    counts[term] = 0  # no letter or digit: the index holds no such word
-                    continue
-                keys = await _word_keys(conn, namespace, scope, term)
-                cursor = await conn.execute(
-                    f"SELECT count(*) FROM {table} WHERE {PARTITION} "
-                    f"AND {PARTITION_WORD_MATCH} "
-                    f"AND tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)",
-                    (*base, keys, phrase),
-                )
-                row = await cursor.fetchone()
-                counts[term] = int(row[0]) if row else 0
-        return counts
+            cursor = await conn.execute(
+                PARTITION_TERM_COUNTS, ([phrases[t] for t in asked], *partition)
+            )
+            for at, docs in await cursor.fetchall():
+                if docs is not None:
+                    counts[asked[at - 1]] = int(docs)
+            for term in asked:
+                if term not in counts:
+                    counts[term] = await _phrase_count(conn, namespace, scope, term)
+        return {term: counts[term] for term in terms}
 
     async def document_count(self, namespace: str, scope: Scope) -> int:
         """How many records the partition holds (one row of ``text_stats``: no count)."""

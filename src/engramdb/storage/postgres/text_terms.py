@@ -1,0 +1,157 @@
+"""Each partition's words, kept by the writes (PostgreSQL migration 0013): ``text_terms``
+holds a partition's document frequency per lexeme, ``text_postings`` which of its records hold
+each lexeme, newest first by record id.
+
+A full-text query reads a word's document frequency as one row, and at most a bounded number
+of its newest postings instead of every record holding it, so its cost does not grow with the
+partition. A partition is named by ``engram_partition_key`` (migration 0012) within its
+tenant: the rows of a tenant are its own, cascade with it, and row-level security binds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+#: Rows of an update whose text or partition changed (the others leave the statistics be).
+MOVED = (
+    "(SELECT {side}.* FROM old_rows o JOIN new_rows n USING (id) "
+    "WHERE (o.tsv, o.namespace, o.tenant, o.user_id, o.agent, o.session, o.plan) "
+    "IS DISTINCT FROM (n.tsv, n.namespace, n.tenant, n.user_id, n.agent, n.session, n.plan)) "
+    "AS moved"
+)
+#: The partition key of a record's (or a ``text_stats`` row's) scope columns.
+PART_KEY = "engram_partition_key(namespace, tenant, user_id, agent, session, plan)"
+_TERM_KEY = "tenant_uuid, part_key, lexeme"
+_PRIVATE = "tenant_uuid = engram_tenant() AND (engram_user() IS NULL OR user_uuid = engram_user())"
+
+
+def _postings(rows: str) -> str:
+    """One row per (record, distinct lexeme) of the records ``rows``."""
+    return (
+        f"SELECT tenant_uuid, {PART_KEY} AS part_key, lexeme, id AS record_id, user_uuid "
+        f"FROM {rows}, unnest(tsvector_to_array(tsv)) AS lexeme"
+    )
+
+
+def _terms(rows: str) -> str:
+    """Per partition and lexeme of the records ``rows``: how many of them hold it."""
+    return (
+        f"SELECT {_TERM_KEY}, user_uuid, count(*) AS docs FROM ({_postings(rows)}) AS p "
+        f"GROUP BY {_TERM_KEY}, user_uuid"
+    )
+
+
+def _add(rows: str) -> tuple[str, str]:
+    """Count the records ``rows`` in: their postings, then their terms (in key order, so
+    that concurrent writers lock the rows alike)."""
+    return (
+        f"INSERT INTO text_postings ({_TERM_KEY}, record_id, user_uuid) {_postings(rows)}",
+        f"""INSERT INTO text_terms AS t ({_TERM_KEY}, user_uuid, docs) {_terms(rows)}
+        ORDER BY {_TERM_KEY}
+        ON CONFLICT ({_TERM_KEY}) DO UPDATE SET docs = t.docs + excluded.docs""",
+    )
+
+
+def _take(rows: str) -> tuple[str, str]:
+    """Count the records ``rows`` out; a term no record holds any more goes."""
+    same = " AND ".join(f"t.{c} = d.{c}" for c in _TERM_KEY.split(", "))
+    return (
+        f"""DELETE FROM text_postings AS t USING ({_postings(rows)}) AS d
+        WHERE {same} AND t.record_id = d.record_id""",
+        f"""WITH d AS ({_terms(rows)}),
+        gone AS (DELETE FROM text_terms AS t USING d WHERE {same} AND t.docs <= d.docs)
+        UPDATE text_terms AS t SET docs = t.docs - d.docs FROM d
+        WHERE {same} AND t.docs > d.docs""",
+    )
+
+
+def _trigger_body() -> str:
+    taken = _take(MOVED.format(side="o"))
+    added = _add(MOVED.format(side="n"))
+    return f"""
+        BEGIN
+            IF TG_OP = 'INSERT' THEN {"; ".join(_add("new_rows"))};
+            ELSIF TG_OP = 'DELETE' THEN {"; ".join(_take("old_rows"))};
+            ELSE {"; ".join(taken)}; {"; ".join(added)};
+            END IF;
+            RETURN NULL;
+        END"""
+
+
+def statement_triggers(table: str, name: str, function: str) -> tuple[str, str, str]:
+    """Triggers calling ``function`` after each statement that inserts, deletes or updates
+    rows of ``table``, with the rows it touched as ``new_rows`` and ``old_rows``."""
+    return (
+        f"""CREATE TRIGGER {table}_{name}_insert AFTER INSERT ON {table}
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}()""",
+        f"""CREATE TRIGGER {table}_{name}_delete AFTER DELETE ON {table}
+            REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}()""",
+        f"""CREATE TRIGGER {table}_{name}_update AFTER UPDATE ON {table}
+            REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION {function}()""",
+    )
+
+
+def text_terms_schema(
+    tables: Sequence[str], security: Callable[[str], tuple[str, ...]]
+) -> tuple[str, ...]:
+    """Migration 0013: the two tables, filled from the records stored so far, and the
+    statement triggers of ``tables`` that keep them in the writing transaction.
+
+    ``security(table)`` gives a table's row-level security statements. The trigger function
+    runs as its owner (who is not bound by the tables' row security), so that writes by any
+    role, and cascades of a tenant's deletion, keep the counts."""
+    return (
+        """CREATE TABLE text_terms (
+            tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+            part_key text COLLATE "C" NOT NULL,
+            lexeme text COLLATE "C" NOT NULL,
+            user_uuid uuid,
+            docs bigint NOT NULL,
+            PRIMARY KEY (tenant_uuid, part_key, lexeme)
+        )""",
+        # One posting per record and lexeme; a word's newest postings are an index range.
+        """CREATE TABLE text_postings (
+            tenant_uuid uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+            part_key text COLLATE "C" NOT NULL,
+            lexeme text COLLATE "C" NOT NULL,
+            record_id bigint NOT NULL,
+            user_uuid uuid,
+            PRIMARY KEY (tenant_uuid, part_key, lexeme, record_id)
+        )""",
+        *(
+            statement
+            for table in ("text_terms", "text_postings")
+            for statement in (
+                *security(table),
+                # A partition's words are as private as its records: its user's, when the
+                # transaction names one (a record's user is its partition's).
+                f"ALTER POLICY tenant_isolation ON {table} USING ({_PRIVATE}) "
+                f"WITH CHECK ({_PRIVATE})",
+                f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
+            )
+        ),
+        f"""CREATE FUNCTION engram_text_terms() RETURNS trigger LANGUAGE plpgsql
+        SECURITY DEFINER SET search_path = public, pg_temp AS $${_trigger_body()}$$""",
+        *(s for table in tables for s in statement_triggers(table, "terms", "engram_text_terms")),
+        # Records stored before are counted once, here (by an owner the tables' row security
+        # would otherwise show no row).
+        *(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in tables),
+        *(s for table in tables for s in recount_text_terms(table, "true")[2:]),
+        *(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" for table in tables),
+    )
+
+
+def recount_text_terms(table: str, where: str) -> tuple[str, ...]:
+    """Statements recounting, from ``table``'s records, the terms and postings of the
+    partitions ``where`` selects (each takes the clause's parameters). Run them before
+    ``schema.recount_text_stats``: the partitions to clear are found through ``text_stats``."""
+    known = f"SELECT tenant_uuid, {PART_KEY} AS part_key FROM text_stats WHERE {where}"
+    return (
+        *(
+            f"DELETE FROM {target} AS t USING ({known}) AS s "
+            "WHERE t.tenant_uuid = s.tenant_uuid AND t.part_key = s.part_key"
+            for target in ("text_postings", "text_terms")
+        ),
+        *_add(f"(SELECT * FROM {table} WHERE {where}) AS r"),
+    )

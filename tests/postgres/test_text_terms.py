@@ -1,0 +1,192 @@
+"""The ``text_terms`` and ``text_postings`` rows the write triggers keep are what counting the
+records gives, after inserts, replaces, hides, deletes, a tenant's deletion and a rebuild; a
+one-partition search scores what every hit would give while no word is held by more records
+than its bound, and only a word's newest records beyond it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+
+from engramdb.core.events import EventEnvelope
+from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.storage.backend import EventQuery
+from engramdb.storage.postgres import PostgresBackend
+from engramdb.storage.postgres.queries import SCORED_PER_WORD
+from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE
+from engramdb.storage.postgres.tenancy import tenant_uuid, user_uuid
+from engramdb.storage.records import Delete, Hide, Put, Record, RecordQuery
+from tests.postgres.conftest import ACME_ALICE, ACME_BOB, GLOBEX, NAMESPACES, T0, secret
+
+_POSTINGS = (
+    "SELECT tenant_uuid, engram_partition_key(namespace, tenant, user_id, agent, session, plan) "
+    "AS part_key, lexeme, id, user_uuid FROM {table}, unnest(tsvector_to_array(tsv)) AS lexeme"
+)
+WORDS = ("apple", "pear", "plum", "fig", "kiwi", "lime")
+
+
+def kept_and_counted(url: str) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The kept terms, their fresh count, the kept postings and the records' postings."""
+    postings = " UNION ALL ".join(_POSTINGS.format(table=table) for table in RECORD_TABLES)
+    with psycopg.connect(url) as conn:
+        terms = conn.execute(
+            "SELECT tenant_uuid, part_key, lexeme, user_uuid, docs FROM text_terms ORDER BY 1, 2, 3"
+        ).fetchall()
+        counted = conn.execute(
+            f"SELECT tenant_uuid, part_key, lexeme, user_uuid, count(*) FROM ({postings}) AS p "
+            "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
+        ).fetchall()
+        kept = conn.execute(
+            "SELECT tenant_uuid, part_key, lexeme, record_id, user_uuid FROM text_postings "
+            "ORDER BY 1, 2, 3, 4"
+        ).fetchall()
+        fresh = conn.execute(f"SELECT * FROM ({postings}) AS p ORDER BY 1, 2, 3, 4").fetchall()
+    return terms, counted, kept, fresh
+
+
+def assert_kept(url: str) -> int:
+    """The kept rows are the counted ones; returns how many terms there are."""
+    terms, counted, kept, fresh = kept_and_counted(url)
+    assert terms == counted
+    assert kept == fresh
+    return len(terms)
+
+
+def fruit(namespace: str, scope: Scope, key: str, at: int) -> Put:
+    """A record whose text holds some of ``WORDS``, different for each ``at``."""
+    put = secret(namespace, scope, key)
+    text = " ".join(WORDS[i % len(WORDS)] for i in range(at, at + 1 + at % 3))
+    return Put(replace(put.record, text=f"{text} of {scope.label()}"))
+
+
+async def test_the_kept_terms_are_the_counted_ones(backend: PostgresBackend, url: str) -> None:
+    scopes = (ACME_ALICE, ACME_BOB, GLOBEX)
+    await backend.commit(
+        [
+            fruit(ns, scope, key, at)
+            for ns in NAMESPACES
+            for scope in scopes
+            for at, key in enumerate("abcd")
+        ],
+        [],
+    )
+    assert assert_kept(url) > len(NAMESPACES) * len(scopes)
+    # Replaces with new words, with the same text, vectors set alone, a hide, deletes.
+    await backend.commit(
+        [
+            fruit("episodic", ACME_ALICE, "a", 5),
+            fruit("semantic", GLOBEX, "b", 1),
+            Put(replace(fruit("plans", ACME_BOB, "c", 2).record, text="")),
+            Hide("procedural", ACME_ALICE, "d", T0 + timedelta(days=1)),
+        ],
+        [],
+    )
+    ids = await backend.search.record_ids(RecordQuery("procedural", ACME_BOB))
+    await backend.search.put_vectors("other-model", [(i, b"\x00" * 32) for i in ids], [])
+    await backend.commit(
+        [Delete("plans", ACME_BOB, "a"), Delete("graph_entities", GLOBEX, "c")], []
+    )
+    assert_kept(url)
+    # A tenant's deletion takes its rows away with its records.
+    assert await backend.delete_tenant("globex")
+    assert_kept(url)
+    with psycopg.connect(url) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM text_terms t JOIN tenants n ON n.id = "
+            "t.tenant_uuid WHERE n.name = 'globex'"
+        ).fetchone()
+    assert left == (0,)
+
+
+async def test_a_rebuild_counts_the_terms_afresh(backend: PostgresBackend, url: str) -> None:
+    await backend.commit(
+        [
+            fruit("episodic", scope, k, at)
+            for scope in (ACME_ALICE, ACME_BOB)
+            for at, k in enumerate("abc")
+        ],
+        [],
+    )
+    # Drift the kept rows (as no write does), then rebuild Alice's partition to one record.
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE text_terms SET docs = docs + 7")
+        conn.execute("DELETE FROM text_postings WHERE lexeme = 'appl'")
+
+    def fold(events: Iterator[EventEnvelope]) -> list[Record]:
+        return [fruit("episodic", ACME_ALICE, "new", 4).record]
+
+    only_alice = ScopeFilter(ACME_ALICE)
+    await backend.rebuild("episodic", only_alice, EventQuery(scope=only_alice), fold)
+
+    def same(events: Iterator[EventEnvelope]) -> list[Record]:
+        return [fruit("episodic", ACME_BOB, k, at).record for at, k in enumerate("abc")]
+
+    only_bob = ScopeFilter(ACME_BOB)
+    await backend.rebuild("episodic", only_bob, EventQuery(scope=only_bob), same)
+    assert assert_kept(url) > 0
+    assert await backend.search.document_frequencies("episodic", ACME_ALICE, ["kiwi", "apple"]) == {
+        "kiwi": 1,
+        "apple": 0,
+    }
+
+
+async def test_a_users_words_are_hidden_from_another_user_of_its_tenant(
+    backend: PostgresBackend, url: str
+) -> None:
+    await backend.commit(
+        [fruit("episodic", scope, "a", 0) for scope in (ACME_ALICE, ACME_BOB, GLOBEX)], []
+    )
+    alice = user_uuid("acme", "alice")
+    for table in ("text_terms", "text_postings"):
+        with psycopg.connect(url) as conn:
+            conn.execute(f"SET LOCAL ROLE {SERVICE_ROLE}")
+            conn.execute(
+                "SELECT set_config('app.current_tenant', %s, true)", (str(tenant_uuid("acme")),)
+            )
+            conn.execute("SELECT set_config('app.current_user', %s, true)", (str(alice),))
+            users = conn.execute(f"SELECT DISTINCT user_uuid FROM {table}").fetchall()
+        assert users == [(alice,)]
+
+
+def _query(scope: Scope | ScopeFilter, **conditions: Any) -> RecordQuery:
+    return RecordQuery("episodic", scope, alive_at=T0 + timedelta(days=30), **conditions)
+
+
+async def test_below_the_bound_scores_are_those_of_every_hit(backend: PostgresBackend) -> None:
+    # One partition, so a filter query of its scope (no bound) reads the same records.
+    scope = Scope(tenant="acme", user="alice")
+    await backend.commit([fruit("episodic", scope, f"k{at}", at) for at in range(40)], [])
+    await backend.commit([Hide("episodic", scope, "k3", T0)], [])
+    assert backend.search.scored_per_word == SCORED_PER_WORD
+    for match in ('"apple"', '"pear" OR "kiwi"', '"fig" OR "lime" OR "plum" OR "apple"'):
+        for conditions in ({}, {"hidden": False}, {"keys": ("k0", "k5", "k6", "k10")}):
+            bounded = await backend.search.text(_query(scope, **conditions), match, 100)
+            every = await backend.search.text(_query(ScopeFilter(scope), **conditions), match, 100)
+            assert bounded == every
+            assert bounded
+
+
+async def test_beyond_the_bound_a_word_is_scored_in_its_newest_records(
+    backend: PostgresBackend,
+) -> None:
+    scope = Scope(tenant="acme", user="alice")
+    await backend.commit([fruit("episodic", scope, f"k{at:02}", at) for at in range(60)], [])
+    every = await backend.search.text(_query(ScopeFilter(scope)), '"apple" OR "pear"', 100)
+    backend.search.scored_per_word = 4
+    bounded = await backend.search.text(_query(scope), '"apple" OR "pear"', 100)
+    keys = [r.key for r, _ in bounded]
+    holding = {
+        word: sorted((r.key for r, _ in every if word in r.text), reverse=True)
+        for word in ("apple", "pear")
+    }
+    # Each word's four newest records (keys are numbered in the order they were written).
+    assert sorted(keys) == sorted({*holding["apple"][:4], *holding["pear"][:4]})
+    assert len(holding["apple"]) > 4
+    # Only the words' document frequencies moved: a record's score is still higher for
+    # holding both words, and the order is a score order.
+    scores = [s for _, s in bounded]
+    assert scores == sorted(scores, reverse=True)
