@@ -81,15 +81,27 @@ class SqliteSearch:
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        sql, params = text_candidates(query, text_match(match, token), f"id, key{columns}")
+        sql, params = text_candidates(query, text_match(match, token), "id, key")
         rows = conn.execute(sql, params).fetchall()
         if not rows:
             return []
         stats = self._statistics(conn, query, token, phrases)
         idf = [stats.idf(phrase) for phrase in phrases]
-        scored = [(row[:-1], bm25(row[-1], phrases, stats, idf)) for row in rows]
+        scored = [((hit_id, key), bm25(text, phrases, stats, idf)) for hit_id, key, text in rows]
         scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
-        return scored[:limit]
+        best = scored[:limit]
+        if not columns:
+            return best
+        # Whole records are read for the hits that make the cut only.
+        marks = ", ".join("?" * len(best))
+        found = {
+            row[0]: row
+            for row in conn.execute(
+                f"SELECT id, key{columns} FROM records WHERE id IN ({marks})",
+                [hit_id for (hit_id, _), _ in best],
+            )
+        }
+        return [(found[hit_id], score) for (hit_id, _), score in best]
 
     def _statistics(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -81,11 +82,13 @@ def bm25(
 ) -> float:
     """``text``'s BM25 score for ``phrases`` (higher is better); ``idf`` is each phrase's."""
     terms = tokens(text)
+    counts = Counter(terms)
     norm = K1 * (1 - B + B * (len(terms) + 1) / stats.mean_length)
     score = 0.0
     for phrase, weight in zip(phrases, idf, strict=True):
-        tf = occurrences(terms, phrase)
-        score += weight * tf * (K1 + 1) / (tf + norm)
+        tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
+        if tf:
+            score += weight * tf * (K1 + 1) / (tf + norm)
     return score
 
 

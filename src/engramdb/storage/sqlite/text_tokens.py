@@ -208,7 +208,7 @@ def _words(text: str) -> list[str]:
 
 def tokens(text: str) -> list[str]:
     """The terms the full-text index holds for ``text``, in order."""
-    return [porter_stem(w) for w in _words(text)]
+    return list(map(porter_stem, _words(text)))
 
 
 def term_counts(text: str) -> Counter[str]:
