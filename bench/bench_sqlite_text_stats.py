@@ -21,19 +21,16 @@ import argparse
 import asyncio
 import json
 import sqlite3
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_common import percentiles
 from bench_recall import machine, make_progress, synthetic_questions, synthetic_sentences
-from bench_text_stats import BATCH, MINE, THEIRS, record, table
+from bench_text_stats import BATCH, MINE, THEIRS, record, table, time_queries
 from rich.console import Console
 
 from engramdb.core.scope import Scope
-from engramdb.providers.indexing import Indexer
-from engramdb.storage.records import Put, RecordQuery
+from engramdb.storage.records import Put
 from engramdb.storage.sqlite.backend import SqliteBackend
 
 
@@ -60,28 +57,6 @@ async def fill(
                 [Put(record(f"r{start + at + n}", t, scope)) for n, t in enumerate(chunk)], []
             )
             progress.advance(task, len(chunk))
-
-
-async def time_queries(
-    backend: SqliteBackend, questions: Sequence[str], limit: int
-) -> dict[str, float]:
-    """Percentiles of the full-text part of one ``remember`` per question, in milliseconds."""
-    indexer = Indexer(backend)
-    query = RecordQuery("episodic", MINE)
-
-    async def one(question: str) -> None:
-        match = await indexer.full_text_match(question, "episodic", MINE)
-        if match:
-            await backend.search.text(query, match, limit)
-
-    for question in questions[:5]:  # warm the pages and the remembered statistics
-        await one(question)
-    samples = []
-    for question in questions:
-        began = time.perf_counter()
-        await one(question)
-        samples.append(time.perf_counter() - began)
-    return percentiles(samples)
 
 
 async def run(
