@@ -18,11 +18,13 @@ from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.text_scores import (
     in_partitions,
+    index_length,
     match_phrases,
     occurrences,
     partition_prefix,
+    stem_prefix,
 )
-from engramdb.storage.sqlite.text_tokens import register_text_functions, tokens
+from engramdb.storage.sqlite.text_tokens import porter_stem, register_text_functions, tokens
 from tests.conformance.test_backend_contract import record as contract_record
 
 ALICE = Scope(tenant="acme", user="alice")
@@ -65,6 +67,25 @@ def test_the_tokenizer_is_the_indexs_own_on_words_every_porter_step_changes() ->
 def test_the_tokenizer_is_the_indexs_own_on_any_ascii_words(words: list[str]) -> None:
     text = " ".join(words)
     assert [tokens(text)] == fts5_tokens([text])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdeilmnorstuvyz", min_size=1, max_size=16))
+def test_every_word_starts_with_the_prefix_of_its_stem(word: str) -> None:
+    assert word.startswith(stem_prefix(porter_stem(word)))
+
+
+def test_words_whose_stem_rewrote_their_end_start_with_its_prefix() -> None:
+    for word in ("visibility", "happy", "rating", "relational", "sensibilities", *WORDS):
+        folded = word.lower()
+        if folded.isascii():
+            assert folded.startswith(stem_prefix(porter_stem(folded)))
+
+
+def test_a_docsize_row_counts_every_columns_terms() -> None:
+    assert index_length(bytes([5, 1])) == 6
+    assert index_length(bytes([0x81, 0x01, 1])) == 130
+    assert index_length(None) == 0
 
 
 def test_phrases_are_read_from_an_expression_as_the_index_tokenizes_them() -> None:

@@ -218,13 +218,15 @@ def text_match(match: str, token: str | None) -> str:
 
 
 def text_candidates(query: RecordQuery, expression: str, columns: str) -> tuple[str, list[Any]]:
-    """``columns`` and the text of every record ``query`` selects that matches the FTS5
-    ``expression`` (the index's matches drive the join: the records are read by id)."""
+    """``columns``, the text and FTS5's term counts (its ``docsize`` row) of every record
+    ``query`` selects that matches the FTS5 ``expression`` (the index's matches drive the
+    join: the records are read by id)."""
     where, params = record_where(query)
     sql = (
         "WITH hits AS (SELECT rowid AS hit_id FROM records_fts WHERE records_fts MATCH ?) "
-        f"SELECT {columns}, text FROM hits CROSS JOIN records ON records.id = hits.hit_id "
-        f"WHERE {where}"
+        f"SELECT {columns}, text, "
+        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id) "
+        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}"
     )
     return sql, [expression, *params]
 

@@ -27,9 +27,10 @@ from engramdb.storage.sqlite.queries import (
     vector_set_select,
 )
 from engramdb.storage.sqlite.text_scores import (
+    PhraseScorer,
     TextStatistics,
-    bm25,
     in_partitions,
+    index_length,
     match_phrases,
     partition_prefix,
 )
@@ -85,9 +86,11 @@ class SqliteSearch:
         rows = conn.execute(sql, params).fetchall()
         if not rows:
             return []
-        stats = self._statistics(conn, query, token, phrases)
-        idf = [stats.idf(phrase) for phrase in phrases]
-        scored = [((hit_id, key), bm25(text, phrases, stats, idf)) for hit_id, key, text in rows]
+        scorer = PhraseScorer(phrases, self._statistics(conn, query, token, phrases))
+        scored = [
+            ((hit_id, key), scorer.score(text, index_length(sizes)))
+            for hit_id, key, text, sizes in rows
+        ]
         scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
         best = scored[:limit]
         if not columns:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from engramdb.core.scope import LEVELS, ScopeFilter
 from engramdb.storage.sqlite.partition import partition_token
-from engramdb.storage.sqlite.text_tokens import tokens
+from engramdb.storage.sqlite.text_tokens import porter_stem, tokens
 
 K1 = 1.2
 B = 0.75
@@ -77,19 +77,61 @@ def occurrences(terms: Sequence[str], phrase: tuple[str, ...]) -> int:
     )
 
 
-def bm25(
-    text: str, phrases: Sequence[tuple[str, ...]], stats: TextStatistics, idf: Sequence[float]
-) -> float:
-    """``text``'s BM25 score for ``phrases`` (higher is better); ``idf`` is each phrase's."""
-    terms = tokens(text)
-    counts = Counter(terms)
-    norm = K1 * (1 - B + B * (len(terms) + 1) / stats.mean_length)
-    score = 0.0
-    for phrase, weight in zip(phrases, idf, strict=True):
-        tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
-        if tf:
-            score += weight * tf * (K1 + 1) / (tf + norm)
-    return score
+def stem_prefix(term: str) -> str:
+    """What every ASCII word that stems to ``term`` starts with: Porter only rewrites a word's
+    end, and where it writes letters the word did not have (a "y" read as "i", an "e" added,
+    "bility" as "ble") the term's last letter is the one that may differ."""
+    return term[:-1] if term[-1:] in ("e", "i") or term.endswith("bl") else term
+
+
+class PhraseScorer:
+    """BM25 of documents for one query's ``phrases`` under ``stats``.
+
+    An ASCII document's words are not all stemmed: one regular expression finds those that
+    may stem to a query term (``stem_prefix``), and only they are stemmed and counted; the
+    document's length is the index's own count (``records_fts_docsize``).
+    """
+
+    def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
+        self.phrases = list(phrases)
+        self.idf = [stats.idf(phrase) for phrase in self.phrases]
+        self.mean_length = stats.mean_length
+        prefixes = {stem_prefix(p[0]) for p in self.phrases}
+        self._pattern: re.Pattern[str] | None = None
+        # A phrase of several terms is matched in the whole term sequence, and a very short
+        # prefix would find most words anyway: then every word is stemmed.
+        if all(len(p) == 1 for p in self.phrases) and all(len(p) > 1 for p in prefixes):
+            alternatives = "|".join(sorted(prefixes, key=lambda p: (-len(p), p)))
+            self._pattern = re.compile(rf"(?<![a-z0-9])(?:{alternatives})[a-z0-9]*")
+
+    def score(self, text: str, length: int) -> float:
+        """``text``'s score (higher is better); ``length`` counts its terms as the index does
+        (its partition word included)."""
+        norm = K1 * (1 - B + B * length / self.mean_length)
+        if self._pattern is not None and text.isascii():
+            counts = Counter(map(porter_stem, self._pattern.findall(text.lower())))
+            terms: list[str] = []
+        else:
+            terms = tokens(text)
+            counts = Counter(terms)
+        score = 0.0
+        for phrase, weight in zip(self.phrases, self.idf, strict=True):
+            tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
+            if tf:
+                score += weight * tf * (K1 + 1) / (tf + norm)
+        return score
+
+
+def index_length(sizes: bytes | None) -> int:
+    """A document's term count over every column, from FTS5's ``docsize`` row (one varint per
+    column); 0 when it has none."""
+    total, value, shift = 0, 0, 0
+    for byte in sizes or b"":
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            total, value, shift = total + value, 0, 0
+    return total
 
 
 def partition_prefix(namespace: str, scope: ScopeFilter | None) -> str:
