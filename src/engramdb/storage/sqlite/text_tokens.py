@@ -1,15 +1,16 @@
 """The full-text index's tokenizer in Python: ``porter unicode61 remove_diacritics 2``.
 
-A partition's own BM25 statistics (``text_terms``) are kept by the write triggers, which call
-``text_terms`` through a function registered on each connection (``register_text_functions``),
-and the candidates FTS5 finds are scored from their words counted the same way. SQLite does
-not expose FTS5's tokenizer to SQL, so it is rebuilt here: words are runs of letters, digits
-and private-use characters (a combining mark inside a word is part of it), folded to lower
-case without diacritics, then Porter-stemmed as FTS5 stems them (only 3 to 64 bytes long; the
-steps below follow the original algorithm's rules in FTS5's order). For ASCII text this is
-FTS5's tokenization exactly; beyond ASCII, case folding and categories come from Python's
-Unicode tables, which may differ from SQLite's on rare characters (a word then scores as
-absent or counts apart, never breaks a search).
+A partition's own BM25 statistics (``text_stats``, ``text_terms``) are kept by the write
+triggers, which call ``engram_text_terms`` and ``engram_text_tokens``, functions registered on
+each connection (``register_text_functions``); the candidates FTS5 finds are scored from their
+words read the same way. SQLite does not expose FTS5's tokenizer to SQL, so it is rebuilt
+here: words are runs of letters, digits and private-use characters (a combining mark inside a
+word is part of it), folded to lower case (Latin letters without their diacritics), then
+Porter-stemmed as FTS5 stems them (only 3 to 64 bytes long; the steps below follow the
+original algorithm's rules in FTS5's order). For ASCII text this is FTS5's tokenization
+exactly; beyond ASCII, case folding and categories come from Python's Unicode tables, which
+may differ from SQLite's on rare characters (a word then scores as absent or counts apart,
+never breaks a search).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import json
 import re
 import sqlite3
 import unicodedata
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import lru_cache
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
@@ -211,11 +211,6 @@ def tokens(text: str) -> list[str]:
     return list(map(porter_stem, _words(text)))
 
 
-def term_counts(text: str) -> Counter[str]:
-    """How often each term of ``text`` occurs in it."""
-    return Counter(tokens(text))
-
-
 def _terms_json(text: object) -> str:
     """The distinct terms of ``text`` as a JSON array (for the write triggers)."""
     return json.dumps(sorted(set(tokens(text))) if isinstance(text, str) else [])
@@ -231,8 +226,3 @@ def register_text_functions(conn: sqlite3.Connection) -> None:
     that writes records needs them."""
     conn.create_function("engram_text_terms", 1, _terms_json, deterministic=True)
     conn.create_function("engram_text_tokens", 1, _token_count, deterministic=True)
-
-
-def distinct(items: Iterable[str]) -> list[str]:
-    """``items`` without repeats, in order."""
-    return list(dict.fromkeys(items))
