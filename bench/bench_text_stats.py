@@ -31,6 +31,7 @@ from rich.table import Table
 
 from engramdb.core.scope import Scope
 from engramdb.providers.indexing import Indexer
+from engramdb.storage.backend import Backend
 from engramdb.storage.postgres.backend import PostgresBackend
 from engramdb.storage.records import Put, Record, RecordQuery
 
@@ -71,9 +72,7 @@ async def fill(url: str, scope: Scope, texts: Sequence[str], start: int, console
         await conn.execute("ANALYZE")
 
 
-async def time_queries(
-    backend: PostgresBackend, questions: Sequence[str], limit: int
-) -> dict[str, float]:
+async def time_queries(backend: Backend, questions: Sequence[str], limit: int) -> dict[str, float]:
     """Percentiles of the full-text part of one ``remember`` per question, in milliseconds:
     the words kept after pruning, then the BM25 statement."""
     indexer = Indexer(backend)

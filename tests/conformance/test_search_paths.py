@@ -39,9 +39,7 @@ async def bm25_engine(bm25_target: str) -> AsyncIterator[Engine]:
         yield opened
 
 
-async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
-    bm25_target: str, request: pytest.FixtureRequest
-) -> None:
+async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(bm25_target: str) -> None:
     question = "did I travel to zanzibar or buy a kayak"
     async with engramdb.open(bm25_target, config=EngineConfig(embedder=None)) as engine:
         mine = engine.scope(tenant="a", user="u")
@@ -67,9 +65,6 @@ async def test_another_tenants_writes_leave_a_tenants_recall_as_it_was(
     async with engramdb.open(bm25_target, config=EngineConfig(embedder=None)) as engine:
         mine = engine.scope(tenant="a", user="u")
         after = [(hit.text, hit.score) for hit in await mine.episodic.remember(question)]
-    assert [text for text, _ in after] == [text for text, _ in before]
-    if request.node.callspec.params["bm25_target"] == "sqlite":
-        pytest.xfail("FTS5's bm25() weighs words by the whole index, every tenant's records")
     assert after == before
 
 

@@ -18,6 +18,7 @@ from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.search_config import SearchConfig
+from engramdb.storage.sqlite.text_tokens import register_text_functions
 
 NOW = datetime(2023, 5, 30, 10, 0, tzinfo=UTC)
 TURNS = [
@@ -176,6 +177,7 @@ async def test_rebuilt_indexes_rank_the_same(engine: Engine, db_path: Path) -> N
     assert await engine.reindex() == len(TURNS) + 1
     assert await rankings(engine) == before
     with sqlite3.connect(db_path) as conn:
+        register_text_functions(conn)  # the statistics' triggers call them
         conn.execute("DELETE FROM vectors")
         conn.execute("DELETE FROM records")
     await engine.rebuild()
@@ -279,6 +281,7 @@ async def test_a_file_from_before_sentence_vectors_upgrades_and_reindexes(
         for trigger in ("insert", "delete", "update"):
             conn.execute(f"DROP TRIGGER records_stats_{trigger}")
         conn.execute("DROP TABLE text_stats")
+        conn.execute("DROP TABLE text_terms")
         conn.execute("DELETE FROM engram_migrations WHERE name >= '0006_part_vectors'")
     async with engramdb.open(db_path, config=config) as engine:
         mem = engine.scope(tenant="acme", user="alice")

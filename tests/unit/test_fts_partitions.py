@@ -18,6 +18,7 @@ from engramdb.storage.migrations import Migration
 from engramdb.storage.sqlite import backend as sqlite_backend
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.schema import MIGRATIONS
+from engramdb.storage.sqlite.text_tokens import register_text_functions
 
 COLUMNS = (
     ("episodic", "acme", "alice", "", "s-1", ""),
@@ -28,6 +29,7 @@ COLUMNS = (
 
 def test_python_token_equals_the_stored_column(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "t.db")
+    register_text_functions(conn)
     for migration in MIGRATIONS:
         for statement in migration.statements:
             conn.execute(statement)

@@ -10,6 +10,7 @@ from typing import Any
 import engramdb
 from engramdb.core.types import RecallQuery
 from engramdb.engine import Engine, ScopedMemory
+from engramdb.storage.sqlite.text_tokens import register_text_functions
 
 SCOPES = [
     {"tenant": "acme", "user": "alice", "session": "s-1"},
@@ -74,6 +75,7 @@ async def test_rebuild_repairs_a_damaged_projection(db_path: Path) -> None:
     async with engramdb.open(db_path) as engine:
         before = await snapshot(await populate(engine))
     with sqlite3.connect(db_path) as conn:
+        register_text_functions(conn)  # the statistics' triggers call them
         conn.execute("DELETE FROM records WHERE key = 'user.pet'")
         conn.execute("UPDATE records SET value = '\"tampered\"' WHERE key = 'user.city'")
         conn.execute(
@@ -93,6 +95,7 @@ async def test_projection_is_rebuilt_from_the_log_alone(db_path: Path) -> None:
     async with engramdb.open(db_path) as engine:
         before = await snapshot(await populate(engine))
     with sqlite3.connect(db_path) as conn:
+        register_text_functions(conn)  # the statistics' triggers call them
         conn.execute("DELETE FROM records")
     async with engramdb.open(db_path) as engine:
         memories = [engine.scope(**fields) for fields in SCOPES]
@@ -105,6 +108,7 @@ async def test_provider_rebuild_touches_only_its_own_partition(db_path: Path) ->
         memories = await populate(engine)
         before = await snapshot(memories)
     with sqlite3.connect(db_path) as conn:
+        register_text_functions(conn)  # the statistics' triggers call them
         conn.execute("DELETE FROM records WHERE tenant = 'globex'")
         conn.execute("DELETE FROM records WHERE user_id = 'bob'")
     async with engramdb.open(db_path) as engine:

@@ -217,30 +217,18 @@ def text_match(match: str, token: str | None) -> str:
     return f"part : {token} AND {expression}" if token else expression
 
 
-#: The best full-text matches of an FTS5 expression with their BM25 rank (lower is better);
-#: the partition column weighs nothing: it selects, the text ranks.
-TEXT_HITS = (
-    "SELECT rowid, bm25(records_fts, 1.0, 0.0) AS hit_rank FROM records_fts "
-    "WHERE records_fts MATCH ? ORDER BY hit_rank LIMIT ?"
-)
-
-
-def text_search(
-    query: RecordQuery, expression: str, limit: int, columns: str
-) -> tuple[str, list[Any]]:
-    """Full-text hits for the FTS5 ``expression`` among the records ``query`` selects, best
-    first, each row ``columns`` of the record followed by its BM25 score (higher is better);
-    joins every match, for when the best matches of the whole index do not hold enough of
-    them."""
+def text_candidates(query: RecordQuery, expression: str, columns: str) -> tuple[str, list[Any]]:
+    """``columns``, the text and FTS5's term counts (its ``docsize`` row) of every record
+    ``query`` selects that matches the FTS5 ``expression`` (the index's matches drive the
+    join: the records are read by id)."""
     where, params = record_where(query)
     sql = (
-        "WITH hits AS (SELECT rowid AS hit_id, bm25(records_fts, 1.0, 0.0) AS hit_rank "
-        "FROM records_fts WHERE records_fts MATCH ?) "
-        f"SELECT {columns}, -hit_rank FROM hits "
-        f"JOIN records ON records.id = hits.hit_id WHERE {where} "
-        "ORDER BY hit_rank, key LIMIT ?"
+        "WITH hits AS (SELECT rowid AS hit_id FROM records_fts WHERE records_fts MATCH ?) "
+        f"SELECT {columns}, text, "
+        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id) "
+        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}"
     )
-    return sql, [expression, *params, limit]
+    return sql, [expression, *params]
 
 
 def _vectors_of(

@@ -29,7 +29,7 @@ from engramdb.storage.rebuild import (
 )
 from engramdb.storage.rows import RECORD_COLUMNS, record_row, row_event
 from engramdb.storage.sqlite.queries import EVENT_SELECT, event_where, scope_clauses
-from engramdb.storage.sqlite.schema import RECOUNT_TEXT_STATS
+from engramdb.storage.sqlite.schema import regenerate_text_stats
 from engramdb.storage.sqlite.worker import SqliteWorker
 
 T = TypeVar("T")
@@ -109,10 +109,7 @@ class SqliteRebuild:
                 self._store(conn, kept, stored)
             if settle:
                 self._settle(conn, progress)
-                # Every partition's full-text statistics are counted afresh (the writes kept
-                # them, but a rebuild is where drift ends).
-                conn.execute("DELETE FROM text_stats")
-                conn.execute(RECOUNT_TEXT_STATS)
+                regenerate_text_stats(conn, self._where, self._params)
 
         await self._worker.write(write)
 

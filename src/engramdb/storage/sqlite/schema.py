@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
 from engramdb.storage.migrations import Migration
 from engramdb.storage.sqlite.partition import PARTITION_TOKEN_SQL
 
@@ -9,6 +13,30 @@ from engramdb.storage.sqlite.partition import PARTITION_TOKEN_SQL
 RECOUNT_TEXT_STATS = (
     "INSERT OR REPLACE INTO text_stats (part, docs) "
     "SELECT part, count(*) FROM records GROUP BY part"
+)
+
+# What a record adds to its partition's full-text statistics (``text_stats``, ``text_terms``),
+# and takes away again; the words are the index's own (``text_tokens.py``).
+_ADD_TEXT = """
+    INSERT INTO text_stats (part, docs, tokens) VALUES ({r}.part, 1, engram_text_tokens({r}.text))
+    ON CONFLICT (part) DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;
+    INSERT INTO text_terms (part, term, docs)
+    SELECT {r}.part, value, 1 FROM json_each(engram_text_terms({r}.text)) WHERE true
+    ON CONFLICT (part, term) DO UPDATE SET docs = docs + 1;"""
+_REMOVE_TEXT = """
+    UPDATE text_stats SET docs = docs - 1, tokens = tokens - engram_text_tokens({r}.text)
+    WHERE part = {r}.part;
+    UPDATE text_terms SET docs = docs - 1 WHERE part = {r}.part
+    AND term IN (SELECT value FROM json_each(engram_text_terms({r}.text)));
+    DELETE FROM text_terms WHERE part = {r}.part AND docs <= 0
+    AND term IN (SELECT value FROM json_each(engram_text_terms({r}.text)));"""
+#: Each partition's record count, term count and words afresh, from its records (the
+#: migration that adds them; ``regenerate_text_stats`` after a rebuild).
+_COUNT_TEXT = (
+    "INSERT OR REPLACE INTO text_stats (part, docs, tokens) "
+    "SELECT part, count(*), total(engram_text_tokens(text)) FROM records GROUP BY part",
+    "INSERT INTO text_terms (part, term, docs) SELECT part, words.value, count(*) "
+    "FROM records, json_each(engram_text_terms(records.text)) AS words GROUP BY 1, 2",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -186,4 +214,64 @@ MIGRATIONS: tuple[Migration, ...] = (
             RECOUNT_TEXT_STATS,
         ),
     ),
+    Migration(
+        "0009_text_terms",
+        # Each partition's term count and, per term, how many of its records hold it, kept by
+        # the writing transaction: BM25 reads its document frequencies and mean length from
+        # them (one row each), never from another partition's records nor by counting.
+        (
+            "ALTER TABLE text_stats ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0",
+            """CREATE TABLE text_terms (
+                part TEXT NOT NULL,
+                term TEXT NOT NULL,
+                docs INTEGER NOT NULL,
+                PRIMARY KEY (part, term)
+            ) WITHOUT ROWID""",
+            "DROP TRIGGER records_stats_insert",
+            "DROP TRIGGER records_stats_delete",
+            "DROP TRIGGER records_stats_update",
+            f"""CREATE TRIGGER records_stats_insert AFTER INSERT ON records BEGIN
+                 {_ADD_TEXT.format(r="new")}
+               END""",
+            f"""CREATE TRIGGER records_stats_delete AFTER DELETE ON records BEGIN
+                 {_REMOVE_TEXT.format(r="old")}
+               END""",
+            f"""CREATE TRIGGER records_stats_update
+               AFTER UPDATE OF text, namespace, tenant, user_id, agent, session, plan ON records
+               WHEN old.part IS NOT new.part OR old.text IS NOT new.text BEGIN
+                 {_REMOVE_TEXT.format(r="old")}
+                 {_ADD_TEXT.format(r="new")}
+               END""",
+            "DELETE FROM text_stats",
+            *_COUNT_TEXT,
+        ),
+    ),
 )
+
+
+def regenerate_text_stats(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> None:
+    """Count every partition's records afresh, and the words and term counts of the partitions
+    whose records ``where`` selects (the writes kept them all; a rebuild is where drift ends).
+    Partitions left without records lose their rows."""
+    parts = [
+        (part, int(tokens))
+        for part, tokens in conn.execute(
+            f"SELECT part, total(engram_text_tokens(text)) FROM records WHERE {where} "
+            "GROUP BY part",
+            list(params),
+        )
+    ]
+    conn.execute(
+        "INSERT INTO text_stats (part, docs) SELECT part, count(*) FROM records WHERE true "
+        "GROUP BY part ON CONFLICT (part) DO UPDATE SET docs = excluded.docs"
+    )
+    conn.execute("DELETE FROM text_stats WHERE part NOT IN (SELECT part FROM records)")
+    conn.execute("DELETE FROM text_terms WHERE part NOT IN (SELECT part FROM text_stats)")
+    conn.executemany("UPDATE text_stats SET tokens = ? WHERE part = ?", [(t, p) for p, t in parts])
+    conn.executemany("DELETE FROM text_terms WHERE part = ?", [(p,) for p, _ in parts])
+    conn.execute(
+        "INSERT INTO text_terms (part, term, docs) SELECT part, words.value, count(*) "
+        f"FROM records, json_each(engram_text_terms(records.text)) AS words WHERE {where} "
+        "GROUP BY 1, 2",
+        list(params),
+    )

@@ -1,77 +1,59 @@
-"""Search primitives of the SQLite backend: BM25 through FTS5, stored vectors, and a
+"""Search primitives of the SQLite backend: BM25 over FTS5's matches, stored vectors, and a
 conversation's neighbouring turns. Ranking itself happens above, in pure functions."""
 
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cachetools import TTLCache
-
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
-from engramdb.storage.records import Record, RecordQuery
+from engramdb.storage.records import Record, RecordQuery, as_filter
 from engramdb.storage.rows import RECORD_SELECTED, row_record, time_text
 from engramdb.storage.sqlite.event_store import insert_events
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
-    TEXT_HITS,
     UPSERT_VECTOR_IF_PRESENT,
     part_vector_select,
     query_partition_token,
     record_select,
-    record_where,
+    text_candidates,
     text_match,
-    text_search,
     unvectored_select,
     vector_select,
     vector_set_select,
+)
+from engramdb.storage.sqlite.text_scores import (
+    PhraseScorer,
+    TextStatistics,
+    in_partitions,
+    index_length,
+    match_phrases,
+    partition_prefix,
 )
 from engramdb.storage.sqlite.worker import SqliteWorker
 
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
 )
-#: The columns of a whole record, after id and key, for ``SqliteSearch._text_hits``.
+#: The columns of a whole record, after id and key, for ``SqliteSearch._hits``.
 _WHOLE_RECORD = ", " + ", ".join(RECORD_SELECTED)
-#: How many of the index's best full-text matches are read per wanted hit before filtering.
-PREFETCH_FACTOR = 4
-#: Seconds a partition's share of the index is trusted.
-SHARE_TTL_S = 60.0
-#: A partition under this share of the indexed records is searched within its token.
-SMALL_SHARE = 0.5
 
 
 class SqliteSearch:
     """Candidate retrieval for hybrid recall, on the backend's worker thread.
 
-    Full-text hits come one of three ways: the index's best matches within the partition's
-    token (a partition under ``small_share`` of the index), the index's best matches of the
-    words alone (a partition that is most of the index, where asking for its token only slows
-    the match down), and, when those best matches hold too few of the records asked for,
-    every match of the partition joined to its records. ``prefetch_factor`` and
-    ``small_share`` are the thresholds between them.
+    Full-text hits are every match of the FTS5 index within the partition searched (its
+    token narrows the match: see ``partition.py``), scored by BM25 from the partition's own
+    statistics (``text_scores.py``): no other tenant's records move a score or the order.
     """
 
-    def __init__(
-        self,
-        worker: SqliteWorker,
-        *,
-        prefetch_factor: int = PREFETCH_FACTOR,
-        small_share: float = SMALL_SHARE,
-    ) -> None:
+    def __init__(self, worker: SqliteWorker) -> None:
         self._worker = worker
-        self.prefetch_factor = prefetch_factor
-        self.small_share = small_share
-        self._shares: TTLCache[tuple[str, object], bool] = TTLCache(
-            maxsize=10_000, ttl=SHARE_TTL_S, timer=time.monotonic
-        )
 
     def vector_graph_folder(self) -> Path | None:
         """``<database>.vectors``, beside the database file (none for ``:memory:``)."""
@@ -102,79 +84,106 @@ class SqliteSearch:
     ) -> list[tuple[tuple[Any, ...], float]]:
         """Rows of id, key and ``columns`` of the records ``query`` selects that match
         ``match``, best first, with their scores."""
-        if limit <= 0:
+        phrases = match_phrases(match)
+        if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        narrow = token is not None and self._is_small(conn, query)
-        expression = text_match(match, token if narrow else None)
-        found = self._text_hits(conn, query, expression, limit, columns)
-        if found is None:
-            # Other partitions (or the filters) took the index's best matches: every match of
-            # the partition is joined, within its token when it has one.
-            sql, params = text_search(query, text_match(match, token), limit, f"id, key{columns}")
-            found = [(row[:-1], float(row[-1])) for row in conn.execute(sql, params)]
-        return found
+        sql, params = text_candidates(query, text_match(match, token), "id, key")
+        rows = conn.execute(sql, params).fetchall()
+        if not rows:
+            return []
+        scorer = PhraseScorer(phrases, self._statistics(conn, query, token, phrases))
+        scored = [
+            ((hit_id, key), scorer.score(text, index_length(sizes)))
+            for hit_id, key, text, sizes in rows
+        ]
+        scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
+        best = scored[:limit]
+        if not columns:
+            return best
+        # Whole records are read for the hits that make the cut only.
+        marks = ", ".join("?" * len(best))
+        found = {
+            row[0]: row
+            for row in conn.execute(
+                f"SELECT id, key{columns} FROM records WHERE id IN ({marks})",
+                [hit_id for (hit_id, _), _ in best],
+            )
+        }
+        return [(found[hit_id], score) for (hit_id, _), score in best]
 
-    def _text_hits(
+    def _statistics(
         self,
         conn: sqlite3.Connection,
         query: RecordQuery,
-        expression: str,
-        limit: int,
-        columns: str,
-    ) -> list[tuple[tuple[Any, ...], float]] | None:
-        """Rows of id, key and ``columns`` for the records ``query`` selects among the index's
-        best matches of the FTS5 ``expression``, best first, with their scores; None when
-        those best matches do not hold ``limit`` of them."""
-        prefetch = limit * self.prefetch_factor
-        hits = conn.execute(TEXT_HITS, (expression, prefetch)).fetchall()
-        rank = dict(hits)
-        found: list[tuple[Any, ...]] = []
-        # Rows are read for the best hits first, a limit's worth at a time, until the filters
-        # have let enough through.
-        for start in range(0, len(hits), limit):
-            ids = tuple(hit_id for hit_id, _ in hits[start : start + limit])
-            sql, params = record_select(
-                replace(query, ids=ids, limit=None, offset=0), columns=f"id, key{columns}"
-            )
-            found += conn.execute(sql, params).fetchall()
-            if len(found) >= limit:
-                break
-        if len(found) < limit and len(hits) == prefetch:
-            return None
-        found.sort(key=lambda row: (rank[row[0]], row[1]))
-        return [(row, -float(rank[row[0]])) for row in found[:limit]]
+        token: str | None,
+        phrases: Sequence[tuple[str, ...]],
+    ) -> TextStatistics:
+        """The document count, term count and phrases' document frequencies of the partitions
+        ``query`` searches (one row each per partition: nothing is counted but a phrase of
+        several terms, rare in a query of words)."""
+        if token is not None:
+            parts = [token]
+        else:
+            scope = None if query.scope is None else as_filter(query.scope)
+            prefix = partition_prefix(query.namespace, scope)
+            parts = [
+                part
+                for (part,) in conn.execute(
+                    "SELECT part FROM text_stats WHERE part >= ? AND part < ?",
+                    (prefix, prefix + "g"),
+                )
+                if in_partitions(part, query.namespace, scope)
+            ]
+        marks = ", ".join("?" * len(parts))
+        docs, tokens = conn.execute(
+            f"SELECT total(docs), total(tokens) FROM text_stats WHERE part IN ({marks})", parts
+        ).fetchone()
+        frequencies = {}
+        for phrase in dict.fromkeys(phrases):
+            if len(phrase) == 1:
+                (df,) = conn.execute(
+                    f"SELECT total(docs) FROM text_terms WHERE term = ? AND part IN ({marks})",
+                    [phrase[0], *parts],
+                ).fetchone()
+            else:
+                df = sum(self._phrase_count(conn, part, phrase) for part in parts)
+            frequencies[phrase] = int(df)
+        return TextStatistics(int(docs), int(tokens), frequencies)
 
-    def _is_small(self, conn: sqlite3.Connection, query: RecordQuery) -> bool:
-        """Whether ``query``'s partition holds under ``small_share`` of the indexed records
-        (then asking for its token pays; a partition that is most of the index would only
-        slow the match down). Sizes are remembered for a minute."""
-        key = (query.namespace, query.scope)
-        known = self._shares.get(key)
-        if known is None:
-            where, params = record_where(RecordQuery(query.namespace, query.scope))
-            (size,) = conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()
-            (total,) = conn.execute("SELECT count(*) FROM records").fetchone()
-            known = self._shares[key] = size < total * self.small_share
-        return known
+    @staticmethod
+    def _phrase_count(conn: sqlite3.Connection, part: str, phrase: tuple[str, ...]) -> int:
+        """How many of the partition ``part``'s records hold ``phrase`` (counted by the index,
+        within the partition's token)."""
+        quoted = '"' + " ".join(phrase).replace('"', '""') + '"'
+        (count,) = conn.execute(
+            "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
+            (text_match(quoted, part),),
+        ).fetchone()
+        return int(count)
 
     async def document_frequencies(
         self, namespace: str, scope: Scope, terms: Sequence[str]
     ) -> dict[str, int]:
-        """How many of the partition's records hold each term (within its token: another
-        partition's records are never counted)."""
+        """How many of the partition's records hold each term (read from ``text_terms``, its
+        own records only: another partition's are never counted)."""
         token = partition_token(namespace, scope.columns())
 
         def fetch(conn: sqlite3.Connection) -> dict[str, int]:
-            return {
-                term: int(
-                    conn.execute(
-                        "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?",
-                        (text_match('"' + term.replace('"', '""') + '"', token),),
-                    ).fetchone()[0]
-                )
-                for term in terms
-            }
+            found = {}
+            for term in terms:
+                phrases = match_phrases('"' + term.replace('"', '""') + '"')
+                if not phrases:
+                    found[term] = 0
+                elif len(phrases[0]) == 1:
+                    row = conn.execute(
+                        "SELECT docs FROM text_terms WHERE part = ? AND term = ?",
+                        (token, phrases[0][0]),
+                    ).fetchone()
+                    found[term] = int(row[0]) if row else 0
+                else:
+                    found[term] = self._phrase_count(conn, token, phrases[0])
+            return found
 
         return await self._worker.run(fetch)
 

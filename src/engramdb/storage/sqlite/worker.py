@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from engramdb.core.errors import EngineClosedError, StorageBusyError, StorageError
+from engramdb.storage.sqlite.text_tokens import register_text_functions
 
 T = TypeVar("T")
 Synchronous = Literal["full", "normal"]
@@ -60,6 +61,7 @@ class SqliteWorker:
         conn.execute("PRAGMA foreign_keys = ON")
         # Forgotten content is overwritten on disk, not just unlinked from the b-tree.
         conn.execute("PRAGMA secure_delete = ON")
+        register_text_functions(conn)
         return conn
 
     async def open(self) -> None:

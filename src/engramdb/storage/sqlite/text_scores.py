@@ -1,0 +1,158 @@
+"""Okapi BM25 from a partition's own statistics, for the hits FTS5 finds (pure).
+
+FTS5's ``bm25()`` takes its document count, mean length and document frequencies from the
+whole index, every tenant's records; these functions take them from ``text_stats`` and
+``text_terms`` (``TextStatistics``), which the writes keep per partition. The formula is
+FTS5's: each phrase of the expression scores ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b *
+len / avglen))`` with ``idf = ln((N - df + 0.5) / (df + 0.5))`` (a common word's non-positive
+idf becomes 1e-6), and a document's length counts its partition word too, as the index holds
+it; so a store of one partition scores exactly as ``bm25()`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engramdb.core.scope import LEVELS, ScopeFilter
+from engramdb.storage.sqlite.partition import partition_token
+from engramdb.storage.sqlite.text_tokens import porter_stem, tokens
+
+K1 = 1.2
+B = 0.75
+#: FTS5's idf for a word in more than half the documents.
+MIN_IDF = 1e-6
+#: A phrase of an FTS5 expression: a string (``""`` escapes a quote) or a bareword.
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"|([\w\x1a\u0080-\U0010ffff]+)(\s*:)?')
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_SEPARATOR = "\x1f"
+
+
+def match_phrases(match: str) -> list[tuple[str, ...]]:
+    """The phrases of the FTS5 expression ``match``, each as the terms the index holds for it
+    (operators, column names and phrases without a word are left out)."""
+    phrases = []
+    for quoted, bare, column in _PHRASE.findall(match):
+        if column or bare in _OPERATORS:
+            continue
+        words = tuple(tokens(bare or quoted.replace('""', '"')))
+        if words:
+            phrases.append(words)
+    return phrases
+
+
+@dataclass(frozen=True)
+class TextStatistics:
+    """The records, terms and per-phrase document frequencies of the partitions searched."""
+
+    docs: int
+    tokens: int
+    frequencies: dict[tuple[str, ...], int] = field(default_factory=dict)
+
+    def idf(self, phrase: tuple[str, ...]) -> float:
+        docs = max(self.docs, 1)
+        df = self.frequencies.get(phrase, 0)
+        value = math.log((docs - df + 0.5) / (df + 0.5))
+        return value if value > 0 else MIN_IDF
+
+    @property
+    def mean_length(self) -> float:
+        # Every document also holds its partition's word (see the module docstring).
+        docs = max(self.docs, 1)
+        return max((self.tokens + self.docs) / docs, 1.0)
+
+
+def occurrences(terms: Sequence[str], phrase: tuple[str, ...]) -> int:
+    """How often ``phrase`` occurs in the term sequence ``terms``."""
+    if len(phrase) == 1:
+        return terms.count(phrase[0])
+    width = len(phrase)
+    return sum(
+        1
+        for at in range(len(terms) - width + 1)
+        if terms[at] == phrase[0] and tuple(terms[at : at + width]) == phrase
+    )
+
+
+def stem_prefix(term: str) -> str:
+    """What every ASCII word that stems to ``term`` starts with: Porter only rewrites a word's
+    end, and where it writes letters the word did not have (a "y" read as "i", an "e" added,
+    "bility" as "ble") the term's last letter is the one that may differ."""
+    return term[:-1] if term[-1:] in ("e", "i") or term.endswith("bl") else term
+
+
+class PhraseScorer:
+    """BM25 of documents for one query's ``phrases`` under ``stats``.
+
+    An ASCII document's words are not all stemmed: one regular expression finds those that
+    may stem to a query term (``stem_prefix``), and only they are stemmed and counted; the
+    document's length is the index's own count (``records_fts_docsize``).
+    """
+
+    def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
+        self.phrases = list(phrases)
+        self.idf = [stats.idf(phrase) for phrase in self.phrases]
+        self.mean_length = stats.mean_length
+        prefixes = {stem_prefix(p[0]) for p in self.phrases}
+        self._pattern: re.Pattern[str] | None = None
+        # A phrase of several terms is matched in the whole term sequence, and a very short
+        # prefix would find most words anyway: then every word is stemmed.
+        if all(len(p) == 1 for p in self.phrases) and all(len(p) > 1 for p in prefixes):
+            alternatives = "|".join(sorted(prefixes, key=lambda p: (-len(p), p)))
+            self._pattern = re.compile(rf"(?<![a-z0-9])(?:{alternatives})[a-z0-9]*")
+
+    def score(self, text: str, length: int) -> float:
+        """``text``'s score (higher is better); ``length`` counts its terms as the index does
+        (its partition word included)."""
+        norm = K1 * (1 - B + B * length / self.mean_length)
+        if self._pattern is not None and text.isascii():
+            counts = Counter(map(porter_stem, self._pattern.findall(text.lower())))
+            terms: list[str] = []
+        else:
+            terms = tokens(text)
+            counts = Counter(terms)
+        score = 0.0
+        for phrase, weight in zip(self.phrases, self.idf, strict=True):
+            tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
+            if tf:
+                score += weight * tf * (K1 + 1) / (tf + norm)
+        return score
+
+
+def index_length(sizes: bytes | None) -> int:
+    """A document's term count over every column, from FTS5's ``docsize`` row (one varint per
+    column); 0 when it has none."""
+    total, value, shift = 0, 0, 0
+    for byte in sizes or b"":
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            total, value, shift = total + value, 0, 0
+    return total
+
+
+def partition_prefix(namespace: str, scope: ScopeFilter | None) -> str:
+    """The shared start of the partition tokens of ``namespace`` whose leading scope columns
+    are those ``scope`` fixes (all of them, for a filter that fixes every level)."""
+    fixed = dict(scope.conditions()) if scope is not None else {}
+    leading: list[str] = []
+    for level in LEVELS:
+        if level not in fixed:
+            break
+        leading.append(fixed[level])
+    return partition_token(namespace, (*leading, ""))
+
+
+def in_partitions(part: str, namespace: str, scope: ScopeFilter | None) -> bool:
+    """Whether the partition of token ``part`` is one of ``namespace`` that ``scope`` selects
+    (scope columns never hold the separator, so the last five pieces are the scope)."""
+    pieces = bytes.fromhex(part[1:]).decode("utf-8").split(_SEPARATOR)
+    columns = pieces[-len(LEVELS) :]
+    if _SEPARATOR.join(pieces[: -len(LEVELS)]) != namespace:
+        return False
+    if scope is None:
+        return True
+    return all(columns[LEVELS.index(level)] == value for level, value in scope.conditions())
