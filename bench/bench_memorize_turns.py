@@ -13,7 +13,9 @@ To compare two source trees, run it with each on ``PYTHONPATH``, alternating::
       PYTHONPATH=$src python bench/bench_memorize_turns.py --backend sqlite --turns 300
     done; done
 
-``--backend postgresql`` uses a scratch database on ``--postgres`` (dropped after).
+``--backend postgresql`` uses a scratch database on ``--postgres`` (dropped after);
+``--backend langgraph-inmemory`` times LangGraph's ``InMemoryStore`` (``aput`` / ``asearch``)
+on the same turns, embedding with the same model, as the peer to compare with.
 Results are printed and written as JSON to ``bench/results/`` (git-ignored).
 """
 
@@ -85,7 +87,43 @@ async def timed_run(target: str, items: list[MemoryItem], prompts: list[str]) ->
     }
 
 
+async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any]:
+    """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``), its index
+    embedding each turn's text with the same MiniLM model (one vector per turn)."""
+    from langgraph.store.memory import InMemoryStore
+
+    from engramdb.index import MiniLMEmbedder
+
+    model = MiniLMEmbedder()
+    await model.load()
+
+    async def embed(texts: Any) -> list[list[float]]:
+        return [[float(x) for x in row] for row in await model.embed(list(texts))]
+
+    store = InMemoryStore(index={"dims": model.dimensions, "embed": embed, "fields": ["text"]})
+    namespace = ("bench", "u")
+    await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
+    writes, reads = [], []
+    for n, item in enumerate(items):
+        began = time.perf_counter()
+        await store.aput(namespace, str(n), {"text": item.text, "role": item.role})
+        writes.append(time.perf_counter() - began)
+    for prompt in prompts:
+        began = time.perf_counter()
+        await store.asearch(namespace, query=prompt, limit=10)
+        reads.append(time.perf_counter() - began)
+    model.close()
+    return {
+        "memorize_ms": percentiles(writes),
+        "first_remember_ms": reads[0] * 1e3,
+        "remember_ms": percentiles(reads[1:]),
+        "close_ms": 0.0,
+    }
+
+
 async def run(backend: str, items: list[MemoryItem], prompts: list[str], server: str) -> Any:
+    if backend == "langgraph-inmemory":
+        return await peer_run(items, prompts)
     if backend == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             return await timed_run(str(Path(folder) / "bench.db"), items, prompts)
@@ -101,7 +139,9 @@ async def run(backend: str, items: list[MemoryItem], prompts: list[str], server:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgresql", "langgraph-inmemory"), default="sqlite"
+    )
     parser.add_argument("--turns", type=int, default=5882)
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--data", type=Path, default=DATA)
