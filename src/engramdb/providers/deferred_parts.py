@@ -79,7 +79,7 @@ class DeferredParts:
         model: Callable[[], str],
         *,
         quiet_s: float = 0.05,
-        max_wait_s: float = 2.0,
+        max_wait_s: float = 10.0,
         batch: int = 8,
     ) -> None:
         self.backend = backend
