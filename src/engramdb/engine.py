@@ -56,6 +56,7 @@ from engramdb.orchestrator.tenancy import TENANCY_SPECS, Tenancy
 from engramdb.orchestrator.trace import TurnTraced, last_traces
 from engramdb.orchestrator.type_limits import MemoryTypeLimits
 from engramdb.orchestrator.working import WORKING_SPEC, WorkingMemory
+from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.providers.event_sourced import (
     EventSourcedProvider,
     expire_records,
@@ -97,6 +98,7 @@ RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     IDEMPOTENCY_SPEC,
     STORE_ITEMS_SPEC,
     FORMATION_SPEC,
+    PARTS_PENDING_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
@@ -470,6 +472,8 @@ class Engine:
         probe = ScopedMemory(self, Scope())
         await probe.manager.providers()
         await self._check_vector_model()
+        if self.indexer.embedder is not None:
+            await self.indexer.deferred.resume({spec.namespace: spec for spec in self.all_specs()})
         if self.formation is not None:
             await self.formation.resume()
 
@@ -566,6 +570,8 @@ class Engine:
         Raises:
             MemoryFileError: an edited memory file cannot be read (nothing was rebuilt).
         """
+        # Owed part vectors are stored first: the queue names records by row id.
+        await self.indexer.deferred.drain()
         started = time.perf_counter()
         if self.files is not None:
             for scope in self.files.scopes():
@@ -706,12 +712,14 @@ class Engine:
         return await self.backend.stats()
 
     async def close(self) -> None:
-        """Save the vector graphs that changed (``SearchConfig.save_graphs``), then close the
+        """Compute the part vectors still owed (left pending, in the store, if they cannot
+        be), save the vector graphs that changed (``SearchConfig.save_graphs``), then close the
         backend (and the LLM client); idempotent. Memories still waiting for
         their vector keep waiting, in the store, for ``reindex(stale_only=True)``; turns
         not yet formed stay pending, in the store, for the next engine to open it."""
         if self.formation is not None:
             await self.formation.close()
+        await self.indexer.deferred.close()
         await self.indexer.pending.close()
         await self.indexer.close()
         if self.llm is not None:

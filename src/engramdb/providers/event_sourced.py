@@ -46,6 +46,7 @@ from engramdb.core.validation import (
     validate_ttl,
 )
 from engramdb.providers.base import MemoryProvider
+from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.providers.indexing import Indexer, SearchHit, SearchRequest
 from engramdb.providers.projection import (
     PROJECTED_TYPES,
@@ -231,9 +232,28 @@ class EventSourcedProvider(MemoryProvider):
             written_record(self.spec, self.scope, event, envelope.occurred_at)
             for event, envelope in zip(events, envelopes, strict=True)
         ]
+        # Part vectors are most of the embedding work: a lone write is acknowledged with its
+        # whole-text vector and a durable note that its parts are owed (``DeferredParts``). A
+        # batch, whose caller waits for throughput rather than for one turn, embeds all at once.
+        deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
+        with self.indexer.deferred.writing():
+            return await self._embed_and_commit(requests, records, envelopes, trace, deferring)
+
+    async def _embed_and_commit(
+        self,
+        requests: Sequence[WriteRequest],
+        records: list[Record],
+        envelopes: list[EventEnvelope],
+        trace: TraceContext,
+        deferring: bool,
+    ) -> list[MemoryEntry]:
         # An unavailable model does not fail the write: it commits without vectors and the
         # records are embedded later (``Indexer.written``).
-        embedded = await self.indexer.embed_for_write(self.spec, records) if self._embeds else None
+        embedded = (
+            await self.indexer.embed_for_write(self.spec, records, parts=not deferring)
+            if self._embeds
+            else None
+        )
         vectors = embedded[0] if embedded else None
         vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
         model = self.indexer.model if embedded else ""
@@ -251,6 +271,13 @@ class EventSourcedProvider(MemoryProvider):
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
                 for r, written in zip(records, envelopes, strict=True)
             ]
+        markers = self._parts_markers(records) if deferring and embedded else []
+        if markers:
+            extra_ops, extra_events = self._markers_provider().prepared(
+                [WriteRequest(key, value, "parts") for _, key, value in markers]
+            )
+            ops += extra_ops
+            envelopes += extra_events
         if self.companion is not None:
             extra_ops, extra_events = self.companion.ops_for(self, records)
             ops += extra_ops
@@ -266,9 +293,34 @@ class EventSourcedProvider(MemoryProvider):
         )
         if self._embeds:
             self.indexer.written(self.spec, stored, embedded)
+        if markers:
+            self.indexer.deferred.committed(
+                self.spec,
+                self.partition,
+                stored,
+                [(position, key) for position, key, _ in markers],
+                self.scope,
+            )
         if self.companion is not None:
             self.companion.committed(self, stored)
         return [record_entry(r) for r in stored]
+
+    def _parts_markers(self, records: Sequence[Record]) -> list[tuple[int, str, dict[str, str]]]:
+        return self.indexer.deferred.marker_requests(self.spec, records)
+
+    def _markers_provider(self) -> EventSourcedProvider:
+        """Where the pending-parts records of this provider's writes are written."""
+        markers = EventSourcedProvider(
+            self.backend,
+            self.scope,
+            provider_id=PARTS_PENDING_SPEC.namespace,
+            spec=PARTS_PENDING_SPEC,
+            indexer=self.indexer,
+            producer=self.producer,
+            max_value_bytes=self.max_value_bytes,
+        )
+        markers.trace = self.trace
+        return markers
 
     def prepared(self, requests: Sequence[WriteRequest]) -> tuple[list[Op], list[EventEnvelope]]:
         """The ops and events that write ``requests`` without vectors, for a caller that
@@ -508,7 +560,10 @@ class EventSourcedProvider(MemoryProvider):
         ]
 
     async def search_hits(self, request: SearchRequest) -> list[SearchHit]:
-        """Hybrid search with the full request and score breakdowns."""
+        """Hybrid search with the full request and score breakdowns (after the part vectors
+        this process still owes the partition are stored)."""
+        if self.spec.embed_parts is not None:
+            await self.indexer.deferred.settle(self.provider_id, self.partition)
         return await self.indexer.search(
             self.provider_id,
             self.partition,

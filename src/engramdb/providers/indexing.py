@@ -38,6 +38,7 @@ from engramdb.index.reranker import Reranker
 from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
+from engramdb.providers.deferred_parts import DeferredParts
 from engramdb.providers.pending_vectors import PendingVectors
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.vector_graphs import VectorGraphs
@@ -132,6 +133,8 @@ class Indexer:
         self._lock = asyncio.Lock()
         #: Records committed without their vector while the model was unavailable.
         self.pending = PendingVectors(self._embed_stored)
+        #: Part vectors of records written with their whole-text vector alone.
+        self.deferred = DeferredParts(backend, self.embed, self.committed, lambda: self.model)
 
     @property
     def model(self) -> str:
@@ -176,29 +179,31 @@ class Indexer:
         return [vector_bytes(row) for row in matrix]
 
     async def embed_records(
-        self, spec: ProjectionSpec, records: Sequence[Record]
+        self, spec: ProjectionSpec, records: Sequence[Record], *, parts: bool = True
     ) -> tuple[list[bytes], list[bytes | None]] | None:
         """Each record's whole-text vector and its part vectors (concatenated; ``None`` for a
-        record without parts), all computed in one call (``None`` without an embedder)."""
-        parts = [spec.record_embed_parts(r) for r in records]
-        texts = [spec.record_embed_text(r) for r in records]
-        blobs = await self.embed(texts + [text for each in parts for text in each])
+        record without parts, and for every record unless ``parts``), all computed in one call
+        (``None`` without an embedder)."""
+        texts = [spec.record_embed_parts(r) if parts else [] for r in records]
+        blobs = await self.embed(
+            [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each]
+        )
         if blobs is None:
             return None
         sets: list[bytes | None] = []
         start = len(records)
-        for each in parts:
+        for each in texts:
             sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
         return blobs[: len(records)], sets
 
     async def embed_for_write(
-        self, spec: ProjectionSpec, records: Sequence[Record]
+        self, spec: ProjectionSpec, records: Sequence[Record], *, parts: bool = True
     ) -> tuple[list[bytes], list[bytes | None]] | None:
         """``embed_records``, except that an unavailable model gives ``None`` (the write
         commits without vectors, then hands its records to ``pending``) instead of failing."""
         try:
-            embedded = await self.embed_records(spec, records)
+            embedded = await self.embed_records(spec, records, parts=parts)
         except EmbedderUnavailableError as exc:
             _log.warning("storing without vectors for now: %s", exc.message)
             return None

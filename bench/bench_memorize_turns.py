@@ -1,0 +1,170 @@
+"""One ``episodic.memorize`` per LongMemEval turn, then ``remember``: what a caller waits for.
+
+The first ``--turns`` turns of ``longmemeval_s_cleaned.json.xz`` (its haystacks' sessions in
+file order, each turn with its role and session date) are memorized one at a time into one
+user of a fresh store, with the default MiniLM model; then the first ``--questions``
+questions of the file are asked of that user with ``episodic.remember`` (``limit=10``). The
+first remember is reported on its own: it is the one that waits for the part (sentence)
+vectors still owed by the writes before it (``providers.deferred_parts``).
+
+To compare two source trees, run it with each on ``PYTHONPATH``, alternating::
+
+    for round in 1 2; do for src in /work/main/src src; do
+      PYTHONPATH=$src python bench/bench_memorize_turns.py --backend sqlite --turns 300
+    done; done
+
+``--backend postgresql`` uses a scratch database on ``--postgres`` (dropped after);
+``--backend langgraph-inmemory`` times LangGraph's ``InMemoryStore`` (``aput`` / ``asearch``)
+on the same turns, embedding with the same model, as the peer to compare with.
+Results are printed and written as JSON to ``bench/results/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import lzma
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from bench_common import percentiles, save_result
+from rich.console import Console
+from rich.table import Table
+
+import engramdb
+from engramdb.core.intent import MemoryItem
+from engramdb.evaluation.datasets import parse_longmemeval_date
+
+DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
+
+
+def load(path: Path, turns: int, questions: int) -> tuple[list[MemoryItem], list[str]]:
+    """The first ``turns`` turns and the first ``questions`` questions of the file."""
+    with lzma.open(path) as compressed:
+        records: list[dict[str, Any]] = json.loads(compressed.read())
+    items: list[MemoryItem] = []
+    for record in records:
+        for date, session in zip(
+            record["haystack_dates"], record["haystack_sessions"], strict=True
+        ):
+            when: datetime = parse_longmemeval_date(date)
+            items += [
+                MemoryItem(text=t["content"], role=t["role"], occurred_at=when) for t in session
+            ]
+        if len(items) >= turns:
+            break
+    return items[:turns], [record["question"] for record in records[:questions]]
+
+
+async def timed_run(target: str, items: list[MemoryItem], prompts: list[str]) -> dict[str, Any]:
+    async with engramdb.open(target) as engine:
+        memory = engine.scope(tenant="bench", user="u")
+        await memory.episodic.memorize(MemoryItem(text="Warm up. The model loads now."))
+        await memory.episodic.remember("warm up")
+        writes = []
+        for item in items:
+            began = time.perf_counter()
+            await memory.episodic.memorize(item)
+            writes.append(time.perf_counter() - began)
+        reads = []
+        for prompt in prompts:
+            began = time.perf_counter()
+            await memory.episodic.remember(prompt, limit=10)
+            reads.append(time.perf_counter() - began)
+        began = time.perf_counter()
+    closed = time.perf_counter() - began
+    return {
+        "memorize_ms": percentiles(writes),
+        "first_remember_ms": reads[0] * 1e3,
+        "remember_ms": percentiles(reads[1:]),
+        "close_ms": closed * 1e3,
+    }
+
+
+async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any]:
+    """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``), its index
+    embedding each turn's text with the same MiniLM model (one vector per turn)."""
+    from langgraph.store.memory import InMemoryStore
+
+    from engramdb.index import MiniLMEmbedder
+
+    model = MiniLMEmbedder()
+    await model.load()
+
+    async def embed(texts: Any) -> list[list[float]]:
+        return [[float(x) for x in row] for row in await model.embed(list(texts))]
+
+    store = InMemoryStore(index={"dims": model.dimensions, "embed": embed, "fields": ["text"]})
+    namespace = ("bench", "u")
+    await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
+    writes, reads = [], []
+    for n, item in enumerate(items):
+        began = time.perf_counter()
+        await store.aput(namespace, str(n), {"text": item.text, "role": item.role})
+        writes.append(time.perf_counter() - began)
+    for prompt in prompts:
+        began = time.perf_counter()
+        await store.asearch(namespace, query=prompt, limit=10)
+        reads.append(time.perf_counter() - began)
+    model.close()
+    return {
+        "memorize_ms": percentiles(writes),
+        "first_remember_ms": reads[0] * 1e3,
+        "remember_ms": percentiles(reads[1:]),
+        "close_ms": 0.0,
+    }
+
+
+async def run(backend: str, items: list[MemoryItem], prompts: list[str], server: str) -> Any:
+    if backend == "langgraph-inmemory":
+        return await peer_run(items, prompts)
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            return await timed_run(str(Path(folder) / "bench.db"), items, prompts)
+    name = f"writefast_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        return await timed_run(f"{server}/{name}", items, prompts)
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgresql", "langgraph-inmemory"), default="sqlite"
+    )
+    parser.add_argument("--turns", type=int, default=5882)
+    parser.add_argument("--questions", type=int, default=50)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
+    options = parser.parse_args()
+    items, prompts = load(options.data, options.turns, options.questions)
+    figures = asyncio.run(run(options.backend, items, prompts, options.postgres))
+    source = str(Path(engramdb.__file__).parents[1])
+    table = Table(title=f"{source}, {options.backend}, {len(items)} turns, {len(prompts)} prompts")
+    for column in ("call", "p50 ms", "p95 ms", "mean ms"):
+        table.add_column(column, justify="left" if column == "call" else "right")
+    for call in ("memorize_ms", "remember_ms"):
+        cut = figures[call]
+        table.add_row(call[:-3], *(f"{cut[p]:.1f}" for p in ("p50", "p95", "mean")))
+    Console().print(table)
+    print(
+        f"first remember {figures['first_remember_ms']:.0f} ms, close {figures['close_ms']:.0f} ms"
+    )
+    save_result(
+        "memorize-turns",
+        {"source": source, "backend": options.backend, "turns": len(items), **figures},
+    )
+
+
+if __name__ == "__main__":
+    main()
