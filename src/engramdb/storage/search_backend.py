@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
@@ -112,3 +112,12 @@ class NativeVectorSearch(Protocol):
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector`` (float32 bytes), best first."""
         ...
+
+
+@runtime_checkable
+class TextHitsWithRecords(Protocol):
+    """A backend whose full-text hits come with their records at no extra cost (its
+    ``text_ids`` reads them too), so hybrid recall keeps them instead of reading the best of
+    them again."""
+
+    text_hits_include_records: Literal[True]
