@@ -67,8 +67,9 @@ class Reads:
         conn = self._conn
         batch = [*self._enter, *reads]
         skip, self._enter = len(self._enter), []
-        async with conn.pipeline() as pipeline:
-            cursors = []
+        cursors = []
+        # Leaving the pipeline sends it and reads every result: one round trip.
+        async with conn.pipeline():
             for read in batch:
                 cursor = conn.cursor(binary=read.binary)
                 await cursor.execute(read.sql, read.params)
@@ -76,12 +77,11 @@ class Reads:
             if last:
                 self._done = True
                 await conn.execute("COMMIT")
-            await pipeline.sync()
-            # Settings return a row and commands none: only statements with columns are read.
-            rows = [
-                await cursor.fetchall() if cursor.description is not None else []
-                for cursor in cursors
-            ]
+        # Settings return a row and commands none: only statements with columns are read.
+        rows = [
+            await cursor.fetchall() if cursor.description is not None else []
+            for cursor in cursors
+        ]
         return rows[skip:]
 
     async def one(self, read: Read) -> list[Any]:
