@@ -79,8 +79,7 @@ class Reads:
                 await conn.execute("COMMIT")
         # Settings return a row and commands none: only statements with columns are read.
         rows = [
-            await cursor.fetchall() if cursor.description is not None else []
-            for cursor in cursors
+            await cursor.fetchall() if cursor.description is not None else [] for cursor in cursors
         ]
         return rows[skip:]
 
