@@ -12,7 +12,7 @@ import pytest
 
 from engramdb.core.errors import StorageError
 from engramdb.storage.postgres import PostgresBackend
-from engramdb.storage.postgres.connection import PostgresPool
+from engramdb.storage.postgres.connection import PostgresPool, Read
 from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE, TENANT_TABLES
 from engramdb.storage.postgres.tenancy import ADMIN, Context, tenant_uuid, user_uuid
 from engramdb.storage.records import RecordQuery
@@ -122,6 +122,83 @@ async def test_a_reused_pooled_connection_carries_nothing_into_the_next_request(
             assert await cursor.fetchone() == (pid, False, "")
     finally:
         await pool.close()
+
+
+_PROBE = (
+    "SELECT pg_backend_pid(), current_user, current_setting('app.current_tenant', true), "
+    "(SELECT count(*) FROM semantic_memory), (SELECT count(*) FROM semantic_memory "
+    "WHERE tenant = 'acme')"
+)
+_OWNER_PROBE = (
+    "SELECT pg_backend_pid(), current_user = %s, "
+    "coalesce(current_setting('app.current_tenant', true), ''), "
+    "pg_current_xact_id_if_assigned() IS NULL"
+)
+
+
+@pytest.fixture
+async def one_connection(url: str) -> AsyncIterator[PostgresPool]:
+    """A pool of a single connection, so every transaction reuses the one before it."""
+    pool = PostgresPool(url, min_size=1, max_size=1)
+    await pool.open()
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def owner_view(pool: PostgresPool) -> tuple[Any, ...]:
+    """What the next borrower of the connection is: its backend, whether it is still the
+    service role, the tenant set, whether a transaction is still open."""
+    async with pool.owner() as conn:
+        cursor = await conn.execute(_OWNER_PROBE, (SERVICE_ROLE,))
+        return await cursor.fetchone() or ()
+
+
+@pytest.mark.usefixtures("populated")
+async def test_a_pipelined_read_runs_every_batch_as_its_tenant_and_leaves_nothing_behind(
+    one_connection: PostgresPool,
+) -> None:
+    pool = one_connection
+    async with pool.reads(Context(SERVICE_ROLE, "acme")) as reads:
+        ((first,),) = await reads.run([Read(_PROBE)])
+        pid = first[0]
+        assert first[1:] == (SERVICE_ROLE, str(ACME), 4, 4)
+        # A later batch is the same transaction, still as acme.
+        (second, (counted,)) = await reads.run(
+            [Read(_PROBE), Read("SELECT count(*) FROM semantic_memory")], last=True
+        )
+        assert second == [first]
+        assert counted == (4,)
+        with pytest.raises(RuntimeError, match="ended"):
+            await reads.run([Read(_PROBE)])
+    assert await pool.read_all(Context(SERVICE_ROLE, "globex"), [Read(_PROBE)]) == [
+        [(pid, SERVICE_ROLE, str(GLOBEX_ID), 2, 0)]
+    ]
+    assert await owner_view(pool) == (pid, False, "", True)
+
+
+@pytest.mark.usefixtures("populated")
+async def test_a_pipelined_read_that_fails_or_stops_early_is_rolled_back(
+    one_connection: PostgresPool,
+) -> None:
+    pool = one_connection
+    with pytest.raises(StorageError, match="division by zero"):
+        async with pool.reads(Context(SERVICE_ROLE, "acme")) as reads:
+            await reads.run([Read(_PROBE), Read("SELECT 1 / 0"), Read(_PROBE)], last=True)
+    async with pool.reads(Context(SERVICE_ROLE, "acme")) as reads:
+        await reads.run([Read(_PROBE)])  # no last batch: nothing commits it
+    ((row,),) = await pool.read_all(Context(SERVICE_ROLE, "globex"), [Read(_PROBE)])
+    assert row[1:] == (SERVICE_ROLE, str(GLOBEX_ID), 2, 0)
+    assert (await owner_view(pool))[1:] == (False, "", True)
+
+
+@pytest.mark.usefixtures("populated")
+async def test_a_pipelined_read_without_a_tenant_sees_nothing(one_connection: PostgresPool) -> None:
+    rows = await one_connection.read(
+        Context(SERVICE_ROLE), Read("SELECT count(*) FROM semantic_memory")
+    )
+    assert rows == [(0,)]
 
 
 async def test_deleting_a_tenant_cascades_to_every_memory_and_event(

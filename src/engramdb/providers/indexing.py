@@ -44,7 +44,7 @@ from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.vector_graphs import VectorGraphs
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
-from engramdb.storage.search_backend import NativeVectorSearch
+from engramdb.storage.search_backend import NativeVectorSearch, TextHitsWithRecords
 
 _log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
@@ -482,10 +482,11 @@ class Indexer:
         match = await self.full_text_match(query, base.namespace, partition)
         if match is None:
             return None
-        if lazy:
+        search = self.backend.search
+        if lazy and not isinstance(search, TextHitsWithRecords):
             # Records are read later, for the hits that make the cut only.
-            return dict(await self.backend.search.text_ids(base, match, self.config.candidates))
-        hits = await self.backend.search.text(base, match, self.config.candidates)
+            return dict(await search.text_ids(base, match, self.config.candidates))
+        hits = await search.text(base, match, self.config.candidates)
         records.update((r.id, r) for r, _ in hits if r.id is not None)
         return {r.id: s for r, s in hits if r.id is not None}
 

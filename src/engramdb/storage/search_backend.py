@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
@@ -123,3 +123,12 @@ class LocalVectorFiles(Protocol):
     def vector_graph_folder(self) -> Path | None:
         """The folder for those graphs (``None`` for a database kept in memory)."""
         ...
+
+
+@runtime_checkable
+class TextHitsWithRecords(Protocol):
+    """A backend whose full-text hits come with their records at no extra cost (its
+    ``text_ids`` reads them too), so hybrid recall keeps them instead of reading the best of
+    them again."""
+
+    text_hits_include_records: Literal[True]

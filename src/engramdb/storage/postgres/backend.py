@@ -24,6 +24,7 @@ from engramdb.storage.migrations import pending
 from engramdb.storage.postgres.connection import (
     Connection,
     PostgresPool,
+    Read,
     connect,
     redacted_url,
 )
@@ -327,8 +328,8 @@ class PostgresBackend:
     async def scan(self, query: RecordQuery) -> list[Record]:
         """Records matching ``query`` ordered by key."""
         sql, params = record_select(query)
-        async with self._pool.transaction(context_for([query.scope])) as conn:
-            return [row_record(r) for r in await (await conn.execute(sql, params)).fetchall()]
+        rows = await self._pool.read(context_for([query.scope]), Read(sql, params))
+        return [row_record(r) for r in rows]
 
     async def keys(self, query: RecordQuery) -> list[str]:
         """Keys of the records matching ``query``, ordered like :meth:`scan`."""

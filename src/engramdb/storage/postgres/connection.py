@@ -1,16 +1,21 @@
 """``PostgresPool``: a psycopg connection pool whose every transaction acts for one
-``Context``.
+``Context``; ``Reads``: a read-only transaction sent in pipeline mode, one round trip per batch.
 
 Each transaction starts by switching role and setting the tenant and user with transaction-local
 ``set_config(…, true)``: when it ends, commit or rollback, the connection is back to the
 connecting user with nothing set, so a pooled connection carries nothing of one request into the
 next. Driver errors are translated to ``StorageError`` here, at the boundary.
+
+A read goes in as few round trips as its statements allow: the transaction's start, the role
+and tenant settings and the first statements travel together, and the commit travels with the
+last ones (on a busy machine every round trip waits for the server process to be scheduled).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -28,6 +33,66 @@ _ENTER = (
     "SELECT set_config('role', %s, true), set_config('app.current_tenant', %s, true), "
     "set_config('app.current_user', %s, true)"
 )
+
+
+_OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
+_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+
+@dataclass(frozen=True)
+class Read:
+    """One statement of a ``Reads`` batch; with ``binary`` its rows come in binary (pgvector
+    values as float32 bytes)."""
+
+    sql: str
+    params: Sequence[Any] | Mapping[str, Any] = ()
+    binary: bool = False
+
+
+class Reads:
+    """A read-only transaction whose statements are sent a batch at a time, in pipeline mode:
+    each ``run`` is one round trip. The first batch carries the role and tenant settings
+    before anything else, so no statement runs without them; the batch marked ``last``
+    carries the commit, after which the transaction takes no more statements."""
+
+    def __init__(self, conn: Connection, enter: Sequence[Read]) -> None:
+        self._conn = conn
+        self._enter = list(enter)
+        self._done = False
+
+    async def run(self, reads: Sequence[Read], *, last: bool = False) -> list[list[Any]]:
+        """Each statement's rows, in order, after one round trip."""
+        if self._done:
+            raise RuntimeError("this read transaction has ended")
+        conn = self._conn
+        batch = [*self._enter, *reads]
+        skip, self._enter = len(self._enter), []
+        cursors = []
+        # Leaving the pipeline sends it and reads every result: one round trip.
+        async with conn.pipeline():
+            for read in batch:
+                cursor = conn.cursor(binary=read.binary)
+                await cursor.execute(read.sql, read.params)
+                cursors.append(cursor)
+            if last:
+                self._done = True
+                await conn.execute("COMMIT")
+        # Settings return a row and commands none: only statements with columns are read.
+        rows = [
+            await cursor.fetchall() if cursor.description is not None else [] for cursor in cursors
+        ]
+        return rows[skip:]
+
+    async def one(self, read: Read) -> list[Any]:
+        """The rows of one statement that ends the transaction."""
+        (rows,) = await self.run([read], last=True)
+        return rows
+
+    async def end(self) -> None:
+        """Roll back whatever the transaction left open (an error, or no ``last`` batch)."""
+        self._done = True
+        if self._conn.info.transaction_status in _OPEN:
+            await self._conn.rollback()
 
 
 def redacted_url(url: str) -> str:
@@ -121,9 +186,34 @@ class PostgresPool:
         tenant, user = context.settings()
         async with self._borrow() as conn, conn.transaction():
             if snapshot:
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                await conn.execute(_SNAPSHOT)
             await conn.execute(_ENTER, (context.role, tenant, user))
             yield conn
+
+    @asynccontextmanager
+    async def reads(self, context: Context, *, snapshot: bool = False) -> AsyncIterator[Reads]:
+        """A read-only transaction as ``context`` (see ``transaction``), sent a batch of
+        statements at a time."""
+        tenant, user = context.settings()
+        enter = [Read(_SNAPSHOT)] if snapshot else []
+        enter.append(Read(_ENTER, (context.role, tenant, user)))
+        async with self._borrow() as conn:
+            reads = Reads(conn, enter)
+            try:
+                yield reads
+            finally:
+                await reads.end()
+
+    async def read(self, context: Context, read: Read) -> list[Any]:
+        """The rows of one statement, read as ``context`` in one round trip."""
+        (rows,) = await self.read_all(context, [read])
+        return rows
+
+    async def read_all(self, context: Context, reads: Sequence[Read]) -> list[list[Any]]:
+        """The rows of each statement, read as ``context`` in one transaction and one round
+        trip."""
+        async with self.reads(context) as transaction:
+            return await transaction.run(reads, last=True)
 
     @asynccontextmanager
     async def _borrow(self) -> AsyncIterator[Connection]:

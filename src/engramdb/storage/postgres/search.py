@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
-from engramdb.storage.postgres.connection import Connection, PostgresPool
+from engramdb.storage.postgres.connection import Connection, PostgresPool, Read
 from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
@@ -76,6 +76,9 @@ async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: st
 class PostgresSearch:
     """Candidate retrieval for hybrid recall, one pooled transaction per call."""
 
+    #: ``text`` joins the final page to its records in the same statement (``text_ids`` too).
+    text_hits_include_records: Literal[True] = True
+
     def __init__(self, pool: PostgresPool, indexes: VectorIndexes) -> None:
         self._pool = pool
         self._indexes = indexes
@@ -98,8 +101,8 @@ class PostgresSearch:
         # One partition's query is bounded by its words' postings (see ``text_search``).
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
         sql, params = text_search(query, words, limit, tenant, self.scored_per_word)
-        async with self._pool.transaction(context_for([query.scope])) as conn:
-            rows = await (await conn.execute(sql, params)).fetchall()
+        async with self._pool.reads(context_for([query.scope])) as reads:
+            rows = await reads.one(Read(sql, params))
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
@@ -134,19 +137,17 @@ class PostgresSearch:
 
     async def document_count(self, namespace: str, scope: Scope) -> int:
         """How many records the partition holds (one row of ``text_stats``: no count)."""
-        async with self._pool.transaction(context_for([scope])) as conn:
-            cursor = await conn.execute(
-                f"SELECT docs FROM text_stats WHERE {PARTITION}",
-                (namespace, *scope.columns()),
-            )
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+        rows = await self._pool.read(
+            context_for([scope]),
+            Read(f"SELECT docs FROM text_stats WHERE {PARTITION}", (namespace, *scope.columns())),
+        )
+        return int(rows[0][0]) if rows else 0
 
     async def record_ids(self, query: RecordQuery) -> list[int]:
         """Row ids of the records ``query`` selects."""
         sql, params = record_select(query, columns="id")
-        async with self._pool.transaction(context_for([query.scope])) as conn:
-            return [row[0] for row in await (await conn.execute(sql, params)).fetchall()]
+        rows = await self._pool.read(context_for([query.scope]), Read(sql, params))
+        return [row[0] for row in rows]
 
     async def vectors(self, query: RecordQuery, model: str) -> tuple[list[int], list[bytes]]:
         """Ids and float32 vector bytes of ``model`` for the records ``query`` selects."""
@@ -165,12 +166,7 @@ class PostgresSearch:
 
     async def _binary_rows(self, query: RecordQuery, sql: str, params: list[Any]) -> list[Any]:
         # Vectors come back in pgvector's binary form, read without a text round trip.
-        async with (
-            self._pool.transaction(context_for([query.scope])) as conn,
-            conn.cursor(binary=True) as cursor,
-        ):
-            await cursor.execute(sql, params)
-            return await cursor.fetchall()
+        return await self._pool.read(context_for([query.scope]), Read(sql, params, binary=True))
 
     async def nearest(
         self, query: RecordQuery, model: str, vector: bytes, limit: int
@@ -178,19 +174,20 @@ class PostgresSearch:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector``, best first, through the HNSW index of ``model`` when there is one."""
         sql, params = nearest_select(query, model, len(vector) // 4, limit)
-        async with self._pool.transaction(context_for([query.scope])) as conn:
-            # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            if self.prefer_index:
-                await conn.execute("SET LOCAL enable_seqscan = off")
-            rows = await (await conn.execute(sql, [StoredVector(vector), *params])).fetchall()
+        # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
+        reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
+        if self.prefer_index:
+            reads.append(Read("SET LOCAL enable_seqscan = off"))
+        reads.append(Read(sql, [StoredVector(vector), *params]))
+        async with self._pool.reads(context_for([query.scope])) as transaction:
+            rows = (await transaction.run(reads, last=True))[-1]
         return [(int(r[0]), float(r[1])) for r in rows]
 
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
         """Records ``query`` selects that have no vector of ``model``."""
         sql, params = unvectored_select(query, model)
-        async with self._pool.transaction(context_for([query.scope])) as conn:
-            return [row_record(r) for r in await (await conn.execute(sql, params)).fetchall()]
+        rows = await self._pool.read(context_for([query.scope]), Read(sql, params))
+        return [row_record(r) for r in rows]
 
     async def drop_vectors(self, namespace: str, *, keep_model: str | None = None) -> None:
         """Delete the stored vectors of ``namespace``'s records, every tenant's (all but
@@ -213,8 +210,7 @@ class PostgresSearch:
             "WHERE embedding_model IS NOT NULL GROUP BY 1"
             for table in RECORD_TABLES
         )
-        async with self._pool.transaction(ADMIN) as conn:
-            rows = await (await conn.execute(counts)).fetchall()
+        rows = await self._pool.read(ADMIN, Read(counts))
         totals: dict[str, int] = {}
         for model, count in rows:
             totals[str(model)] = totals.get(str(model), 0) + int(count)
@@ -223,8 +219,7 @@ class PostgresSearch:
     async def edge_vector_models(self) -> set[str]:
         """The models of the vectors of each table's lowest and highest vectored record id
         (none, for a login that may not read across tenants)."""
-        async with self._pool.transaction(self.statistics) as conn:
-            rows = await (await conn.execute(EDGE_VECTOR_MODELS)).fetchall()
+        rows = await self._pool.read(self.statistics, Read(EDGE_VECTOR_MODELS))
         return {str(model) for (model,) in rows}
 
     async def put_vectors(
@@ -275,29 +270,34 @@ class PostgresSearch:
         base = (namespace, *scope.columns())
         alive = time_text(alive_at)
         table = table_for(namespace)
-        found = []
-        async with self._pool.transaction(context_for([scope])) as conn:
-            for thread, created in anchors:
-                around = []
-                for op, order in (("<", "DESC"), (">", "ASC")):
-                    cursor = await conn.execute(
-                        f"SELECT {record_select_list()} FROM {table} r WHERE {PARTITION} "
-                        f"AND thread = %s AND created_at {op} %s "
-                        "AND (expires_at IS NULL OR expires_at > %s) AND hidden_at IS NULL "
-                        f"ORDER BY created_at {order} LIMIT %s",
-                        (*base, thread, time_text(created), alive, count),
-                    )
-                    around += [row_record(r) for r in await cursor.fetchall()]
-                found.append(around)
-        return found
+        # Every anchor's turns before and after, in one round trip.
+        reads = [
+            Read(
+                f"SELECT {record_select_list()} FROM {table} r WHERE {PARTITION} "
+                f"AND thread = %s AND created_at {op} %s "
+                "AND (expires_at IS NULL OR expires_at > %s) AND hidden_at IS NULL "
+                f"ORDER BY created_at {order} LIMIT %s",
+                (*base, thread, time_text(created), alive, count),
+            )
+            for thread, created in anchors
+            for op, order in (("<", "DESC"), (">", "ASC"))
+        ]
+        if not reads:
+            return []
+        rows = await self._pool.read_all(context_for([scope]), reads)
+        return [
+            [row_record(r) for r in before + after]
+            for before, after in zip(rows[::2], rows[1::2], strict=True)
+        ]
 
     async def data_version(self) -> int:
         """The server's write-ahead log position: it moves on every commit, anyone's, so a
         cache checked against it never misses another process's write."""
-        async with self._pool.transaction(NOBODY) as conn:
-            cursor = await conn.execute(
+        rows = await self._pool.read(
+            NOBODY,
+            Read(
                 "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
                 "ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint"
-            )
-            row = await cursor.fetchone()
-            return int(row[0]) if row else 0
+            ),
+        )
+        return int(rows[0][0]) if rows else 0
