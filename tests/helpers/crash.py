@@ -41,6 +41,7 @@ import engramdb
 from engramdb.core.types import MemoryTier
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.embedder import FloatArray, l2_normalize
+from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
 
@@ -251,6 +252,12 @@ class CrashCheck:
 
     async def after_kill(self, engine: Engine, entries: list[dict[str, Any]]) -> None:
         """Check the store after the kill that ended the run whose journal is ``entries``."""
+        # The reopened engine computes the part vectors a killed writer still owed (queued at
+        # open); once it has, every pending marker must be gone, each with its event.
+        await engine.indexer.deferred.drain()
+        left = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
+        if left:
+            self.problems.append(f"{len(left)} part-vector markers left after the drain")
         acked = [e for e in entries if e["phase"] == "ack"]
         acked_seqs = {e["seq"] for e in acked}
         pending = [e for e in entries if e["phase"] == "intent" and e["seq"] not in acked_seqs]
