@@ -27,7 +27,6 @@ from engramdb.storage.postgres.queries import (
 )
 from engramdb.storage.postgres.schema import recount_text_stats, table_for
 from engramdb.storage.postgres.tenancy import context_for, tenant_uuid, user_uuid
-from engramdb.storage.postgres.text_terms import recount_text_terms
 from engramdb.storage.rebuild import (
     SLOT_COLUMNS,
     Change,
@@ -111,10 +110,10 @@ class PostgresRebuild:
                 await self._store(conn, still_planned(changes, stored, progress))
             if settle:
                 await self._settle(conn, progress)
-                # The rebuilt partitions' full-text statistics and terms are counted afresh
-                # from what they now hold (the writes kept them; a rebuild is where drift ends).
-                recount = recount_text_terms(self._table, self._where)
-                for statement in (*recount, *recount_text_stats(self._table, self._where)):
+                # The rebuilt partitions' document counts and lengths are counted afresh. Their
+                # terms and postings are not: the triggers kept them as the rebuild wrote, and a
+                # recount would rewrite every posting while writers wait for this transaction.
+                for statement in recount_text_stats(self._table, self._where):
                     await conn.execute(statement, self._params)
 
     async def _mark_touched(self, conn: Connection, progress: Progress) -> None:

@@ -109,7 +109,7 @@ class SqliteRebuild:
                 self._store(conn, kept, stored)
             if settle:
                 self._settle(conn, progress)
-                regenerate_text_stats(conn, self._where, self._params)
+                regenerate_text_stats(conn)
 
         await self._worker.write(write)
 
