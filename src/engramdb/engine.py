@@ -8,6 +8,7 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
@@ -18,7 +19,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from engramdb.core.errors import NotFoundError, StaleVectorsError, StaleVectorsWarning
+from engramdb.core.errors import (
+    InvalidValueError,
+    NotFoundError,
+    StaleVectorsError,
+    StaleVectorsWarning,
+)
 from engramdb.core.events import ProducerRef
 from engramdb.core.scope import DEFAULT_TENANT, PERSISTENT_LEVELS, Level, Scope, ScopeFilter
 from engramdb.core.types import utc_now
@@ -151,6 +157,15 @@ class EngineConfig:
     memory_types: MemoryTypeRegistry | None = None
     formation: Literal["manual", "auto"] = "manual"
     formation_lease_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        lease = self.formation_lease_s
+        # A lease of zero, a negative one or NaN would let every engine take every claim at once.
+        if not isinstance(lease, int | float) or not math.isfinite(lease) or lease <= 0:
+            raise InvalidValueError(
+                f"formation_lease_s must be a positive number of seconds, not {lease!r}",
+                field="formation_lease_s",
+            )
 
     def projections(self) -> tuple[ProjectionSpec, ...]:
         """The namespaces this engine projects from the log, and how."""

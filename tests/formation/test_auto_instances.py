@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import engramdb
+from engramdb.core.errors import InvalidValueError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
 from engramdb.formation.auto import FORMATION_SPEC, episode_turn
@@ -221,3 +222,9 @@ async def test_two_processes_killed_at_random_form_each_turn_once(tmp_path: Path
     assert len(acknowledged) > 2 * ROUNDS
     await check_formed_once(target, acknowledged)
     assert left_pending > 0
+
+
+@pytest.mark.parametrize("lease", [0.0, -1.0, float("nan"), float("inf"), "60"])
+def test_a_lease_that_is_not_a_positive_time_is_refused(lease: object) -> None:
+    with pytest.raises(InvalidValueError, match="formation_lease_s"):
+        EngineConfig(formation_lease_s=lease)  # type: ignore[arg-type]
