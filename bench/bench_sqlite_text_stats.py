@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_recall import machine, make_progress, synthetic_questions, synthetic_sentences
-from bench_text_stats import BATCH, MINE, THEIRS, record, table, time_queries
+from bench_text_stats import BATCH, MINE, THEIRS, record, size_row, table
 from rich.console import Console
 
 from engramdb.core.scope import Scope
@@ -74,9 +74,7 @@ async def run(
             for scope, pool in ((MINE, mine), (THEIRS, theirs)):
                 have = held(path, scope)
                 await fill(backend, scope, pool[have:size], have, console)
-            timing = await time_queries(backend, questions, limit)
-            rows.append({"records": size, **timing})
-            console.print(f"{size:>7} records: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f}")
+            rows.append(await size_row(backend, size, questions, limit, console))
     finally:
         await backend.close()
     return {"sizes": rows, "queries": queries, "limit": limit, "machine": machine()}

@@ -93,6 +93,15 @@ async def time_queries(backend: Backend, questions: Sequence[str], limit: int) -
     return percentiles(samples)
 
 
+async def size_row(
+    backend: Backend, size: int, questions: Sequence[str], limit: int, console: Console
+) -> dict[str, float]:
+    """The questions timed at ``size`` records, as a row of the results (and a printed line)."""
+    timing = await time_queries(backend, questions, limit)
+    console.print(f"{size:>7} records: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f}")
+    return {"records": size, **timing}
+
+
 async def run(
     database: str, sizes: Sequence[int], queries: int, limit: int, console: Console
 ) -> dict[str, Any]:
@@ -111,9 +120,7 @@ async def run(
             await fill(url, MINE, mine[held:size], held, console)
             await fill(url, THEIRS, theirs[held:size], held, console)
             held = size
-            timing = await time_queries(backend, questions, limit)
-            rows.append({"records": size, **timing})
-            console.print(f"{size:>7} records: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f}")
+            rows.append(await size_row(backend, size, questions, limit, console))
     finally:
         await backend.close()
     return {"sizes": rows, "queries": queries, "limit": limit, "machine": machine()}
