@@ -278,16 +278,20 @@ SCORED_PER_WORD = 1000
 _PARTITION_TERMS = "tenant_uuid = %s AND part_key = engram_partition_key(%s, %s, %s, %s, %s, %s)"
 #: The single lexeme of each of some one-piece ``word_phrase``s (NULL where a phrase has more
 #: or none) with its document frequency in a partition; parameters: the phrases, then those of
-#: ``_PARTITION_TERMS``.
+#: ``_PARTITION_TERMS``. Each word is one primary-key lookup: its lexeme is worked out first
+#: (``MATERIALIZED``), so the lookup compares the key with a plain value, which row-level
+#: security lets an index answer; otherwise every term of the partition is read and filtered.
 PARTITION_TERM_COUNTS = f"""
-    SELECT w.at, CASE WHEN cardinality(w.lexemes) = 1
+    WITH w AS MATERIALIZED (
+        SELECT at, phrase, cardinality(lexemes) AS lexemes, lexemes[1] AS lexeme
+        FROM (SELECT at, phrase,
+                     tsvector_to_array(to_tsvector('{TEXT_CONFIG}', engram_text_words(phrase)))
+                     AS lexemes
+              FROM unnest(%s::text[]) WITH ORDINALITY AS u(phrase, at)) AS split)
+    SELECT w.at, CASE WHEN w.lexemes = 1
                       AND numnode(websearch_to_tsquery('{TEXT_CONFIG}', w.phrase)) = 1
                  THEN coalesce(t.docs, 0) END
-    FROM (SELECT at, phrase,
-                 tsvector_to_array(to_tsvector('{TEXT_CONFIG}', engram_text_words(phrase)))
-                 AS lexemes
-          FROM unnest(%s::text[]) WITH ORDINALITY AS u(phrase, at)) AS w
-    LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexemes[1]"""
+    FROM w LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexeme"""
 _HEAD = f"""
         WITH lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted

@@ -123,16 +123,19 @@ class PostgresSearch:
         # No letter or digit: the index holds no such word.
         counts = {term: 0 for term in terms if phrases[term] is None}
         partition = (tenant_uuid(scope.tenant), namespace, *scope.columns())
-        async with self._pool.transaction(context_for([scope])) as conn:
-            cursor = await conn.execute(
-                PARTITION_TERM_COUNTS, ([phrases[t] for t in asked], *partition)
-            )
-            for at, docs in await cursor.fetchall():
-                if docs is not None:
-                    counts[asked[at - 1]] = int(docs)
-            for term in asked:
-                if term not in counts:
-                    counts[term] = await _phrase_count(conn, namespace, scope, term)
+        # One round trip for the words; phrases, rare in a query, are counted after it.
+        rows = await self._pool.read(
+            context_for([scope]),
+            Read(PARTITION_TERM_COUNTS, ([phrases[t] for t in asked], *partition)),
+        )
+        for at, docs in rows:
+            if docs is not None:
+                counts[asked[at - 1]] = int(docs)
+        if any(term not in counts for term in asked):
+            async with self._pool.transaction(context_for([scope])) as conn:
+                for term in asked:
+                    if term not in counts:
+                        counts[term] = await _phrase_count(conn, namespace, scope, term)
         return {term: counts[term] for term in terms}
 
     async def document_count(self, namespace: str, scope: Scope) -> int:
