@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import AsyncPipeline
 
 from engramdb.core.errors import MigrationError
 from engramdb.core.events import EventEnvelope
@@ -23,6 +24,7 @@ from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fol
 from engramdb.storage.migrations import pending
 from engramdb.storage.postgres.connection import (
     Connection,
+    Cursor,
     PostgresPool,
     Read,
     connect,
@@ -33,7 +35,8 @@ from engramdb.storage.postgres.event_store import (
     PostgresEventStore,
     ensure_replicas,
     hold_writers,
-    insert_events,
+    positioned,
+    send_events,
 )
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
@@ -126,13 +129,18 @@ def _runs(ops: Sequence[Op]) -> Iterator[list[Put] | Op]:
         yield run
 
 
-async def _put_all(conn: Connection, puts: list[Put]) -> list[Record]:
-    """Write ``puts`` (one run of :func:`_runs`) in one statement; the records as stored, in
-    the order of ``puts``."""
+def _put_statement(puts: list[Put]) -> tuple[str, list[Any]]:
+    """The one statement writing ``puts`` (one run of :func:`_runs`), returning the records
+    as stored."""
     first = puts[0]
     write = create_record if first.if_absent else upsert_record
     params = [v for op in puts for v in _written_row(op.record, op.vector, op.model, op.parts)]
-    cursor = await conn.execute(write(first.record.namespace, len(puts)), params)
+    return write(first.record.namespace, len(puts)), params
+
+
+async def _stored(puts: list[Put], cursor: Cursor) -> list[Record]:
+    """The records ``puts`` stored, in their order (a create whose key a live record holds
+    stored none: ``KeyTakenError``)."""
     stored = {_identity(record): record for record in map(row_record, await cursor.fetchall())}
     for op in puts:
         if _identity(op.record) not in stored:
@@ -140,49 +148,80 @@ async def _put_all(conn: Connection, puts: list[Put]) -> list[Record]:
     return [stored[_identity(op.record)] for op in puts]
 
 
+def _statement(op: Op) -> tuple[str, Sequence[Any]]:
+    """The statement of one op that is not a put."""
+    if isinstance(op, Delete):
+        return (
+            f"DELETE FROM {table_for(op.namespace)} WHERE {PARTITION} AND key = %s",
+            (op.namespace, *op.scope.columns(), op.key),
+        )
+    if isinstance(op, Expect):
+        return _locked_select(op.namespace), (op.namespace, *op.scope.columns(), op.key)
+    if isinstance(op, Hide):
+        return (
+            f"UPDATE {table_for(op.namespace)} SET hidden_at = %s, version = version + 1 "
+            f"WHERE {PARTITION} AND key = %s",
+            (optional_time_text(op.at), op.namespace, *op.scope.columns(), op.key),
+        )
+    if isinstance(op, Redact):
+        scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
+        sql, params = redact_events(op.namespace, scope_sql, op.key)
+        return sql, [*params, *scope_params]
+    if isinstance(op, RedactScope):
+        scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
+        return redact_scope_events(scope_sql, len(op.keep)), [*scope_params, *op.keep]
+    raise TypeError(f"not a storage op: {op!r}")
+
+
 async def _apply(
-    conn: Connection, ops: Sequence[Op], events: Sequence[EventEnvelope]
+    conn: Connection,
+    pipeline: AsyncPipeline,
+    ops: Sequence[Op],
+    events: Sequence[EventEnvelope],
 ) -> CommitResult:
+    """Queue every statement of ``ops`` and ``events`` on ``conn`` (in pipeline mode), then
+    read their results after one round trip. An op's result that fails the commit (a taken
+    key, an unexpected version) raises before the caller's transaction commits, so it rolls
+    back whatever was queued after it."""
     await hold_writers(conn)
     await ensure_replicas(
         conn,
-        ((op.record.scope.tenant, op.record.scope.user or "") for op in ops if isinstance(op, Put)),
+        [
+            *(
+                (op.record.scope.tenant, op.record.scope.user or "")
+                for op in ops
+                if isinstance(op, Put)
+            ),
+            *((e.scope.tenant, "") for e in events),
+        ],
     )
+    sent = [
+        (
+            run,
+            await conn.execute(
+                *(_put_statement(run) if isinstance(run, list) else _statement(run))
+            ),
+        )
+        for run in _runs(ops)
+    ]
+    appended = await send_events(conn, events)
+    await pipeline.sync()
     stored: list[Record] = []
     deleted = hidden = redacted = 0
-    for run in _runs(ops):
+    for run, cursor in sent:
         if isinstance(run, list):
-            stored += await _put_all(conn, run)
-            continue
-        op = run
-        if isinstance(op, Delete):
-            cursor = await conn.execute(
-                f"DELETE FROM {table_for(op.namespace)} WHERE {PARTITION} AND key = %s",
-                (op.namespace, *op.scope.columns(), op.key),
-            )
+            stored += await _stored(run, cursor)
+        elif isinstance(run, Expect):
+            row = await cursor.fetchone()
+            check_expected(run, None if row is None else row_record(row).version)
+        elif isinstance(run, Delete):
             deleted += cursor.rowcount
-        elif isinstance(op, Expect):
-            found = await _locked(conn, op.namespace, op.scope, op.key)
-            check_expected(op, None if found is None else found.version)
-        elif isinstance(op, Hide):
-            cursor = await conn.execute(
-                f"UPDATE {table_for(op.namespace)} SET hidden_at = %s, version = version + 1 "
-                f"WHERE {PARTITION} AND key = %s",
-                (optional_time_text(op.at), op.namespace, *op.scope.columns(), op.key),
-            )
+        elif isinstance(run, Hide):
             hidden += cursor.rowcount
-        elif isinstance(op, Redact):
-            scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
-            sql, params = redact_events(op.namespace, scope_sql, op.key)
-            cursor = await conn.execute(sql, [*params, *scope_params])
-            redacted += cursor.rowcount
-        elif isinstance(op, RedactScope):
-            scope_sql, scope_params = scope_clauses(ScopeFilter(op.scope, op.levels))
-            sql = redact_scope_events(scope_sql, len(op.keep))
-            cursor = await conn.execute(sql, [*scope_params, *op.keep])
+        else:
             redacted += cursor.rowcount
     return CommitResult(
-        events=await insert_events(conn, events),
+        events=await positioned(events, appended),
         stored=stored,
         deleted=deleted,
         hidden=hidden,
@@ -190,14 +229,18 @@ async def _apply(
     )
 
 
-async def _locked(conn: Connection, namespace: str, scope: Scope, key: str) -> Record | None:
-    """The record ``key``, its row locked until the transaction ends (a concurrent writer of
-    it waits, then sees what this transaction wrote)."""
-    cursor = await conn.execute(
+def _locked_select(namespace: str) -> str:
+    """The record of a key, its row locked until the transaction ends (a concurrent writer of
+    it waits, then sees what this transaction wrote); parameters: the partition, the key."""
+    return (
         f"SELECT {record_select_list()} FROM {table_for(namespace)} r "
-        f"WHERE {PARTITION} AND key = %s FOR UPDATE",
-        (namespace, *scope.columns(), key),
+        f"WHERE {PARTITION} AND key = %s FOR UPDATE"
     )
+
+
+async def _locked(conn: Connection, namespace: str, scope: Scope, key: str) -> Record | None:
+    """The record ``key``, its row locked until the transaction ends."""
+    cursor = await conn.execute(_locked_select(namespace), (namespace, *scope.columns(), key))
     row = await cursor.fetchone()
     return None if row is None else row_record(row)
 
@@ -297,8 +340,8 @@ class PostgresBackend:
                 table = table_for(op.record.namespace)
                 await self._indexes.ensure(table, op.model, dimensions_of(op.vector))
         context = context_for([*_scopes(ops), *(e.scope for e in events)])
-        async with self._pool.transaction(context) as conn:
-            return await _apply(conn, ops, events)
+        async with self._pool.pipelined(context) as (conn, pipeline):
+            return await _apply(conn, pipeline, ops, events)
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
@@ -312,7 +355,8 @@ class PostgresBackend:
             ops, events = decide(await _locked(conn, namespace, scope, key))
             if any(isinstance(op, Put) and op.vector is not None for op in ops):
                 raise ValueError("an amend stores no vectors")
-            return await _apply(conn, list(ops), list(events))
+            async with conn.pipeline() as pipeline:
+                return await _apply(conn, pipeline, list(ops), list(events))
 
     async def get(self, namespace: str, scope: Scope, key: str) -> Record | None:
         """The record ``key`` in partition ``scope``, expired or not."""

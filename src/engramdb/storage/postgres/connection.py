@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -28,6 +28,7 @@ from engramdb.storage.postgres.tenancy import Context
 from engramdb.storage.postgres.vectors import register_vector
 
 Connection = AsyncConnection[tuple[Any, ...]]
+Cursor = AsyncCursor[tuple[Any, ...]]
 
 _ENTER = (
     "SELECT set_config('role', %s, true), set_config('app.current_tenant', %s, true), "
@@ -189,6 +190,16 @@ class PostgresPool:
                 await conn.execute(_SNAPSHOT)
             await conn.execute(_ENTER, (context.role, tenant, user))
             yield conn
+
+    @asynccontextmanager
+    async def pipelined(self, context: Context) -> AsyncIterator[tuple[Connection, AsyncPipeline]]:
+        """A transaction as ``context`` (see ``transaction``) in pipeline mode: its statements
+        are only queued, and everything up to ``pipeline.sync()`` (results and errors) comes
+        back in one round trip; the commit is one more."""
+        tenant, user = context.settings()
+        async with self._borrow() as conn, conn.pipeline() as pipeline, conn.transaction():
+            await conn.execute(_ENTER, (context.role, tenant, user))
+            yield conn, pipeline
 
     @asynccontextmanager
     async def reads(self, context: Context, *, snapshot: bool = False) -> AsyncIterator[Reads]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 
 from engramdb.core.events import EventEnvelope
 from engramdb.storage.backend import EventQuery, paged_events
-from engramdb.storage.postgres.connection import Connection, PostgresPool
+from engramdb.storage.postgres.connection import Connection, Cursor, PostgresPool
 from engramdb.storage.postgres.queries import (
     EVENT_SELECT,
     UPSERT_TENANT,
@@ -56,12 +56,29 @@ async def insert_events(conn: Connection, events: Sequence[EventEnvelope]) -> li
     if not events:
         return []
     await ensure_replicas(conn, ((e.scope.tenant, "") for e in events))
+    return await positioned(events, await send_events(conn, events))
+
+
+async def send_events(conn: Connection, events: Sequence[EventEnvelope]) -> list[Cursor]:
+    """Take the order lock and insert ``events`` (their tenants' replicas must exist); the
+    inserts' cursors, for ``positioned``. In pipeline mode the statements are only queued."""
+    if not events:
+        return []
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (EVENT_ORDER_LOCK,))
-    positions: dict[str, int] = {}
+    cursors = []
     for start in range(0, len(events), ROWS_PER_STATEMENT):
         chunk = events[start : start + ROWS_PER_STATEMENT]
         params = [v for e in chunk for v in (tenant_uuid(e.scope.tenant), *event_row(e))]
-        cursor = await conn.execute(insert_events_sql(len(chunk)), params)
+        cursors.append(await conn.execute(insert_events_sql(len(chunk)), params))
+    return cursors
+
+
+async def positioned(
+    events: Sequence[EventEnvelope], cursors: Sequence[Cursor]
+) -> list[EventEnvelope]:
+    """``events`` with the positions ``send_events``'s inserts gave them."""
+    positions: dict[str, int] = {}
+    for cursor in cursors:
         positions.update(
             (str(event_id), int(position)) for event_id, position in await cursor.fetchall()
         )
