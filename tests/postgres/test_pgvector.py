@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import psycopg
+import pytest
 
 from engramdb.storage.postgres import PostgresBackend
 from engramdb.storage.postgres.queries import nearest_select
@@ -78,7 +79,11 @@ async def test_a_put_without_a_vector_drops_the_old_one(backend: PostgresBackend
     assert [r.key for r in unvectored] == ["secret"]
 
 
-async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -> None:
+async def _nearest_plan(
+    backend: PostgresBackend, url: str, exact_up_to: int = 0
+) -> tuple[str, list[tuple[int, float]]]:
+    """3,000 vectors in one partition, then the executed plan and the rows of a nearest
+    search of it, with its one-partition exact search up to ``exact_up_to`` records."""
     base = secret("semantic", ACME_ALICE).record
     rng = np.random.default_rng(3)
     await backend.commit(
@@ -92,7 +97,8 @@ async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -
         ],
         [],
     )
-    sql, params = nearest_select(RecordQuery("semantic", ACME_ALICE), "3d", 3, 5)
+    sql, params = nearest_select(RecordQuery("semantic", ACME_ALICE), "3d", 3, 5, exact_up_to)
+    probe = [StoredVector(as_bytes(1, 0, 0)), *params]
     async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
         await register_vector(conn)
         # Statistics of this table's own rows, so the plan does not depend on what ran before
@@ -100,9 +106,42 @@ async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -
         # index the cheaper plan, where 50 made an exact scan of the partition win.
         await conn.execute("ANALYZE semantic_memory")
         await conn.execute("SET LOCAL enable_seqscan = off")
-        cursor = await conn.execute(f"EXPLAIN {sql}", [StoredVector(as_bytes(1, 0, 0)), *params])
+        cursor = await conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", probe)
         plan = "\n".join(row[0] for row in await cursor.fetchall())
+        rows = await (await conn.execute(sql, probe)).fetchall()
+    return plan, [(int(i), float(s)) for i, s in rows]
+
+
+async def test_nearest_uses_the_hnsw_index(backend: PostgresBackend, url: str) -> None:
+    plan, _ = await _nearest_plan(backend, url)
     assert hnsw_index_name("semantic_memory", "3d") in plan
+    assert "never executed" not in plan
+
+
+async def test_a_partition_within_the_exact_bound_is_searched_exactly(
+    backend: PostgresBackend, url: str
+) -> None:
+    index = hnsw_index_name("semantic_memory", "3d")
+    plan, found = await _nearest_plan(backend, url, exact_up_to=3000)
+    # The statement holds the index search too, but runs only the exact one.
+    (index_line,) = [line for line in plan.splitlines() if index in line]
+    assert "never executed" in index_line
+    stored = await backend.search.vectors(RecordQuery("semantic", ACME_ALICE), "3d")
+    matrix = np.frombuffer(b"".join(stored[1]), dtype="<f4").reshape(-1, 3)
+    similarity = matrix[:, 0] / np.linalg.norm(matrix, axis=1)
+    best = sorted(zip(stored[0], similarity, strict=True), key=lambda p: (-p[1], p[0]))[:5]
+    assert [i for i, _ in found] == [i for i, _ in best]
+    assert [s for _, s in found] == [pytest.approx(float(s), abs=1e-6) for _, s in best]
+
+
+async def test_a_partition_over_the_exact_bound_is_searched_through_the_index(
+    backend: PostgresBackend, url: str
+) -> None:
+    plan, _ = await _nearest_plan(backend, url, exact_up_to=2999)
+    (index_line,) = [
+        line for line in plan.splitlines() if hnsw_index_name("semantic_memory", "3d") in line
+    ]
+    assert "never executed" not in index_line
 
 
 async def test_put_vectors_stores_by_id_with_its_events(backend: PostgresBackend) -> None:

@@ -430,8 +430,15 @@ def unvectored_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     return sql, [*params, model]
 
 
+#: A partition of at most this many records is searched for nearest vectors exactly: a scan
+#: of its vectors, kept in its rows (migration 0014), takes a few milliseconds, and its
+#: ranking is the same whatever the planner's estimates. A larger one is searched the way the
+#: planner finds cheaper, through the model's HNSW index once it is large enough.
+EXACT_NEAREST_UP_TO = 5000
+
+
 def nearest_select(
-    query: RecordQuery, model: str, dimensions: int, limit: int
+    query: RecordQuery, model: str, dimensions: int, limit: int, exact_up_to: int = 0
 ) -> tuple[str, list[Any]]:
     """The ``limit`` records ``query`` selects nearest to a probe vector (the first
     parameter, to bind as a ``vector``), as (id, cosine similarity), best first.
@@ -439,13 +446,34 @@ def nearest_select(
     The model is inlined as a literal and the vectors cast to ``vector(dimensions)`` exactly as
     in the model's partial HNSW index, so the planner can prove the index applies. The outer
     ORDER BY makes the order exact even when the index scan returns near-ties out of order.
+    With ``exact_up_to``, a one-partition query of a partition holding at most that many
+    records (``text_stats``) compares the probe with every vector instead (uncast, so that no
+    index applies): the statement holds both searches, and runs only the one its size picks.
     """
     where, params = record_where(query)
     cast = f"vector({int(dimensions)})"
     literal = model.replace("'", "''")
+    table = table_for(query.namespace)
+    if exact_up_to <= 0 or not isinstance(query.scope, Scope):
+        sql = (
+            f"SELECT id, 1 - distance FROM (SELECT id, embedding::{cast} <=> %s::{cast} "
+            f"AS distance FROM {table} WHERE {where} AND embedding_model = '{literal}' "
+            "ORDER BY distance LIMIT %s) AS nearest ORDER BY distance, id"
+        )
+        return sql, [*params, limit]
+
+    def search(vectors: str, size: str) -> str:
+        return (
+            f"(SELECT id, {vectors} <=> (SELECT v FROM probe) AS distance FROM {table} "
+            f"WHERE {where} AND embedding_model = '{literal}' AND (SELECT docs FROM size) {size} "
+            "ORDER BY distance LIMIT %s)"
+        )
+
+    bound = int(exact_up_to)
     sql = (
-        f"SELECT id, 1 - distance FROM (SELECT id, embedding::{cast} <=> %s::{cast} AS distance "
-        f"FROM {table_for(query.namespace)} WHERE {where} AND embedding_model = '{literal}' "
-        "ORDER BY distance LIMIT %s) AS nearest ORDER BY distance, id"
+        f"WITH probe AS (SELECT %s::{cast} AS v), size AS ("
+        f"SELECT coalesce(sum(docs), 0) AS docs FROM text_stats WHERE {PARTITION}) "
+        f"SELECT id, 1 - distance FROM ({search('embedding', f'<= {bound}')} UNION ALL "
+        f"{search(f'embedding::{cast}', f'> {bound}')}) AS nearest ORDER BY distance, id"
     )
-    return sql, [*params, limit]
+    return sql, [query.namespace, *query.scope.columns(), *params, limit, *params, limit]

@@ -15,6 +15,7 @@ from engramdb.storage.postgres.connection import Connection, PostgresPool, Read
 from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
 from engramdb.storage.postgres.queries import (
+    EXACT_NEAREST_UP_TO,
     PARTITION,
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
@@ -91,6 +92,8 @@ class PostgresSearch:
         self.prefer_index = False
         #: How many of a word's newest records a one-partition full-text query scores at most.
         self.scored_per_word = SCORED_PER_WORD
+        #: A partition of at most this many records is searched for nearest vectors exactly.
+        self.exact_nearest_up_to = EXACT_NEAREST_UP_TO
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
@@ -176,7 +179,8 @@ class PostgresSearch:
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector``, best first, through the HNSW index of ``model`` when there is one."""
-        sql, params = nearest_select(query, model, len(vector) // 4, limit)
+        exact = 0 if self.prefer_index else self.exact_nearest_up_to
+        sql, params = nearest_select(query, model, len(vector) // 4, limit, exact)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
         reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
