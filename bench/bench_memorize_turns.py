@@ -121,13 +121,15 @@ async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any
     }
 
 
-async def run(backend: str, items: list[MemoryItem], prompts: list[str], server: str) -> Any:
+async def run(
+    backend: str, items: list[MemoryItem], prompts: list[str], server: str, prefix: str
+) -> Any:
     if backend == "langgraph-inmemory":
         return await peer_run(items, prompts)
     if backend == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             return await timed_run(str(Path(folder) / "bench.db"), items, prompts)
-    name = f"writefast_bench_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}{uuid.uuid4().hex[:8]}"
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     try:
@@ -146,9 +148,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432")
+    parser.add_argument(
+        "--prefix", default="writefast_bench_", help="The scratch database's name before its id."
+    )
     options = parser.parse_args()
     items, prompts = load(options.data, options.turns, options.questions)
-    figures = asyncio.run(run(options.backend, items, prompts, options.postgres))
+    figures = asyncio.run(run(options.backend, items, prompts, options.postgres, options.prefix))
     source = str(Path(engramdb.__file__).parents[1])
     table = Table(title=f"{source}, {options.backend}, {len(items)} turns, {len(prompts)} prompts")
     for column in ("call", "p50 ms", "p95 ms", "mean ms"):
