@@ -47,14 +47,31 @@ def count_trips() -> None:
             trips[0] += 1
         return await wait(self, gen, *args, **kwargs)
 
+    pipeline_enter = psycopg.AsyncPipeline.__aenter__
+    pipeline_sync = psycopg.AsyncPipeline.sync
     pipeline_exit = psycopg.AsyncPipeline.__aexit__
+
+    async def entered(self: Any) -> Any:
+        # Entering pipeline mode waits on nothing from the server.
+        found = await pipeline_enter(self)
+        trips[0] -= 1
+        return found
+
+    async def synced(self: Any) -> Any:
+        trips[0] += 1
+        return await pipeline_sync(self)
 
     async def counted_exit(self: Any, *args: Any) -> Any:
         trips[0] += 1
         return await pipeline_exit(self, *args)
 
-    psycopg.AsyncConnection.wait = counted  # type: ignore[method-assign]
-    psycopg.AsyncPipeline.__aexit__ = counted_exit  # type: ignore[method-assign]
+    setattr(psycopg.AsyncConnection, "wait", counted)  # noqa: B010
+    for name, replacement in (
+        ("__aenter__", entered),
+        ("sync", synced),
+        ("__aexit__", counted_exit),
+    ):
+        setattr(psycopg.AsyncPipeline, name, replacement)
 
 
 def timed(cls: type, name: str) -> None:
