@@ -392,16 +392,23 @@ class Indexer:
             scores["bm25"] = text
         if vector is not None and query_vector is not None:
             scores["vector"] = vector
-            if part_vectors and config.part_vectors:
-                query = await _embedded(query_vector)
-                if query is None:
-                    del scores["vector"]
-                else:
-                    scores["vector"] = await self._best_part_scores(
-                        namespace, partition, scores, query
-                    )
-        if not lazy and "vector" in scores:
-            gone = await self._read_live(namespace, partition, list(scores["vector"]), records, now)
+            query = await _embedded(query_vector) if part_vectors and config.part_vectors else None
+            if part_vectors and config.part_vectors and query is None:
+                del scores["vector"]
+        if "vector" in scores:
+            # The vector hits' records (read at once when the ranking needs them) and their
+            # sentence vectors' scores are read side by side: the second only adds scores to
+            # hits, and the hits without a record are those of the vector search either way.
+            parts, gone = await asyncio.gather(
+                self._best_part_scores(namespace, partition, scores, query)
+                if query is not None
+                else _nothing(),
+                self._read_live(namespace, partition, list(scores["vector"]), records, now)
+                if not lazy
+                else _no_ids(),
+            )
+            if parts is not None:
+                scores["vector"] = parts
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         reference = request.now or now
         span = request.time_range if config.time_boost else None
@@ -741,6 +748,10 @@ class Indexer:
             [self.indexed_event(r, r.scope) for r in todo],
             parts=[p for _, _, p in kept],
         )
+
+
+async def _no_ids() -> set[int]:
+    return set()
 
 
 async def _nothing() -> None:
