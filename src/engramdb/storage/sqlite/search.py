@@ -13,6 +13,7 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery, as_filter
 from engramdb.storage.rows import RECORD_SELECTED, row_record, time_text
+from engramdb.storage.search_backend import SCORED_PER_WORD
 from engramdb.storage.sqlite.event_store import insert_events
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
@@ -30,6 +31,7 @@ from engramdb.storage.sqlite.queries import (
 from engramdb.storage.sqlite.text_scores import (
     PhraseScorer,
     TextStatistics,
+    any_phrase,
     in_partitions,
     index_length,
     match_phrases,
@@ -54,6 +56,8 @@ class SqliteSearch:
 
     def __init__(self, worker: SqliteWorker) -> None:
         self._worker = worker
+        #: How many of a word's newest records a one-partition full-text query scores at most.
+        self.scored_per_word = SCORED_PER_WORD
 
     def vector_graph_folder(self) -> Path | None:
         """``<database>.vectors``, beside the database file (none for ``:memory:``)."""
@@ -88,15 +92,12 @@ class SqliteSearch:
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        sql, params = text_candidates(query, text_match(match, token), "id, key")
-        rows = conn.execute(sql, params).fetchall()
+        rows = self._candidates(conn, query, match, token)
         if not rows:
             return []
         scorer = PhraseScorer(phrases, self._statistics(conn, query, token, phrases))
-        scored = [
-            ((hit_id, key), scorer.score(text, index_length(sizes)))
-            for hit_id, key, text, sizes in rows
-        ]
+        score, length = scorer.score, index_length
+        scored = [((row[0], row[1]), score(row[2], length(row[3]))) for row in rows]
         scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
         best = scored[:limit]
         if not columns:
@@ -111,6 +112,25 @@ class SqliteSearch:
             )
         }
         return [(found[hit_id], score) for (hit_id, _), score in best]
+
+    def _candidates(
+        self, conn: sqlite3.Connection, query: RecordQuery, match: str, token: str | None
+    ) -> list[tuple[Any, ...]]:
+        """Id, key, text and ``docsize`` row of the records to score: every match, or in one
+        partition asked for any of some phrases, each phrase's ``scored_per_word`` newest
+        matches (all of them, for a phrase that fewer records hold)."""
+        phrases = any_phrase(match) if token is not None else None
+        if phrases is None:
+            sql, params = text_candidates(query, text_match(match, token), "id, key")
+            return conn.execute(sql, params).fetchall()
+        rows: dict[int, tuple[Any, ...]] = {}
+        for phrase in phrases:
+            sql, params = text_candidates(
+                query, text_match(phrase, token), "id, key", self.scored_per_word
+            )
+            for row in conn.execute(sql, params):
+                rows.setdefault(row[0], row)
+        return list(rows.values())
 
     def _statistics(
         self,
