@@ -51,7 +51,10 @@ class SqliteSearch:
 
     Full-text hits are every match of the FTS5 index within the partition searched (its
     token narrows the match: see ``partition.py``), scored by BM25 from the partition's own
-    statistics (``text_scores.py``): no other tenant's records move a score or the order.
+    statistics (``text_scores.py``): no other tenant's records move a score or the order. In
+    one partition, a word more than ``scored_per_word`` records hold is scored in its newest
+    ones only, as on PostgreSQL: the Python scoring then costs the same however large the
+    partition grows, and below the bound hits and scores are those of every match.
     """
 
     def __init__(self, worker: SqliteWorker) -> None:
@@ -92,10 +95,11 @@ class SqliteSearch:
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        rows = self._candidates(conn, query, match, token)
+        stats = self._statistics(conn, query, token, phrases)
+        rows = self._candidates(conn, query, match, token, stats)
         if not rows:
             return []
-        scorer = PhraseScorer(phrases, self._statistics(conn, query, token, phrases))
+        scorer = PhraseScorer(phrases, stats)
         score, length = scorer.score, index_length
         scored = [((row[0], row[1]), score(row[2], length(row[3]))) for row in rows]
         scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
@@ -114,20 +118,33 @@ class SqliteSearch:
         return [(found[hit_id], score) for (hit_id, _), score in best]
 
     def _candidates(
-        self, conn: sqlite3.Connection, query: RecordQuery, match: str, token: str | None
+        self,
+        conn: sqlite3.Connection,
+        query: RecordQuery,
+        match: str,
+        token: str | None,
+        stats: TextStatistics,
     ) -> list[tuple[Any, ...]]:
-        """Id, key, text and ``docsize`` row of the records to score: every match, or in one
-        partition asked for any of some phrases, each phrase's ``scored_per_word`` newest
-        matches (all of them, for a phrase that fewer records hold)."""
+        """Id, key, text and ``docsize`` row of the records to score: every match, but in one
+        partition asked for any of some phrases, a phrase more than ``scored_per_word`` of
+        its records hold is scored in its newest ones only (walked backwards by the index)."""
         phrases = any_phrase(match) if token is not None else None
-        if phrases is None:
+        bound = self.scored_per_word
+        common = [
+            phrase
+            for phrase in phrases or ()
+            if stats.frequencies.get(match_phrases(phrase)[0], 0) > bound
+        ]
+        if phrases is None or not common:
             sql, params = text_candidates(query, text_match(match, token), "id, key")
             return conn.execute(sql, params).fetchall()
+        # The rarer phrases' matches all at once (they are all scored), then each common one's.
+        rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
+        asked: list[tuple[str, int | None]] = [(rare, None)] if rare else []
+        asked += [(phrase, bound) for phrase in common]
         rows: dict[int, tuple[Any, ...]] = {}
-        for phrase in phrases:
-            sql, params = text_candidates(
-                query, text_match(phrase, token), "id, key", self.scored_per_word
-            )
+        for expression, newest in asked:
+            sql, params = text_candidates(query, text_match(expression, token), "id, key", newest)
             for row in conn.execute(sql, params):
                 rows.setdefault(row[0], row)
         return list(rows.values())
