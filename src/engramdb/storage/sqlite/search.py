@@ -100,8 +100,10 @@ class SqliteSearch:
         if not rows:
             return []
         scorer = PhraseScorer(phrases, stats)
-        score, length = scorer.score, index_length
-        scored = [((row[0], row[1]), score(row[2], length(row[3]))) for row in rows]
+        scored = [
+            ((hit_id, key), scorer.score(text, index_length(sizes)))
+            for hit_id, key, text, sizes in rows
+        ]
         scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
         best = scored[:limit]
         if not columns:
