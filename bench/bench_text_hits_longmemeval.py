@@ -47,9 +47,14 @@ def turns(item: dict[str, Any]) -> list[Put]:
     ]
 
 
-async def run(target: str | Path, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Store every haystack in the store at ``target``, then ask each question of its own."""
+async def run(
+    target: str | Path, items: Sequence[dict[str, Any]], bound: int | None = None
+) -> list[dict[str, Any]]:
+    """Store every haystack in the store at ``target``, then ask each question of its own
+    (each word scored in at most its ``bound`` newest records, when given)."""
     backend = await open_backend(target)
+    if bound is not None:
+        backend.search.scored_per_word = bound
     try:
         for item in items:
             puts = turns(item)
@@ -75,14 +80,16 @@ async def run(target: str | Path, items: Sequence[dict[str, Any]]) -> list[dict[
         await backend.close()
 
 
-def on_postgres(database: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def on_postgres(
+    database: str, items: Sequence[dict[str, Any]], bound: int | None
+) -> list[dict[str, Any]]:
     """``run`` on a database created on the server for it, and dropped after."""
     name = sql.Identifier(database)
     with psycopg.connect(SERVER, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
     try:
-        return asyncio.run(run(f"postgresql://postgres@127.0.0.1:5432/{database}", items))
+        return asyncio.run(run(f"postgresql://postgres@127.0.0.1:5432/{database}", items, bound))
     finally:
         with psycopg.connect(SERVER, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
@@ -106,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--database", default="engram_bench_text_hits")
     parser.add_argument("--sqlite", type=Path, help="store in this SQLite file instead")
+    parser.add_argument(
+        "--scored-per-word", type=int, help="a word's newest records scored at most (a test)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--against", type=Path, help="an earlier run's --out file")
     args = parser.parse_args(argv)
@@ -113,9 +123,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         items = json.load(handle)[: args.questions]
     if args.sqlite:
         args.sqlite.unlink(missing_ok=True)
-        answers = asyncio.run(run(args.sqlite, items))
+        answers = asyncio.run(run(args.sqlite, items, args.scored_per_word))
     else:
-        answers = on_postgres(args.database, items)
+        answers = on_postgres(args.database, items, args.scored_per_word)
     args.out.write_text(json.dumps(answers, indent=1))
     sizes = [a["records"] for a in answers]
     print(f"{len(answers)} partitions of {min(sizes)} to {max(sizes)} records")
