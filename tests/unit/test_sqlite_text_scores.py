@@ -18,6 +18,8 @@ from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import text_candidates
 from engramdb.storage.sqlite.text_scores import (
+    PhraseScorer,
+    TextStatistics,
     any_phrase,
     in_partitions,
     index_length,
@@ -214,3 +216,42 @@ async def test_one_partition_alone_scores_as_fts5s_bm25(tmp_path: Path) -> None:
     assert len(hits) == len(expected) == 4
     for hit, score in hits:
         assert score == pytest.approx(expected[hit.key], rel=1e-12)
+
+
+#: Characters beyond ASCII that conversations hold: accented Latin letters, typographic
+#: quotes and dashes, Greek, CJK, an emoji, a combining accent and a private-use character.
+NON_ASCII = "éàüñøçÉÀß’“”—…άλφα中文😀\u0301\ue000"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=f"abcdeilmnorstuyzAZ09 .,'_-{NON_ASCII}", min_size=1, max_size=80))
+def test_the_tokenizer_is_the_indexs_own_on_text_beyond_ascii(text: str) -> None:
+    assert [tokens(text)] == fts5_tokens([text])
+
+
+def test_text_beyond_ascii_is_split_folded_and_stemmed_as_the_index_does() -> None:
+    texts = [
+        "I’m planning a trip to Zürich — café crawls, naïve résumés… and “fondue”!",
+        "Ærø’s ferries: 3½ hours; ΆΛΦΑ άλφα; 中文 words; 😀 emoji; e\u0301clair; \ue000x",
+    ]
+    assert [tokens(text) for text in texts] == fts5_tokens(texts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=f"abcdeilmnorstuyzAZ .,'_-{NON_ASCII}", min_size=1, max_size=80),
+    st.lists(
+        st.sampled_from(["cafe", "zurich", "alpha", "resume", "stair", "naive", "中文"]),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_only_the_words_that_may_match_are_stemmed_and_the_score_is_unchanged(
+    text: str, words: list[str]
+) -> None:
+    phrases = [tuple(tokens(word)) for word in words]
+    stats = TextStatistics(docs=50, tokens=400, frequencies={p: 3 for p in phrases})
+    pruned, every_word = PhraseScorer(phrases, stats), PhraseScorer(phrases, stats)
+    every_word._pattern = None  # stems every word of the text
+    length = len(tokens(text)) + 1
+    assert pruned.score(text, length) == every_word.score(text, length)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from engramdb.core.scope import LEVELS, ScopeFilter
 from engramdb.storage.sqlite.partition import partition_token
-from engramdb.storage.sqlite.text_tokens import porter_stem, tokens
+from engramdb.storage.sqlite.text_tokens import folded_words, porter_stem, tokens
 
 K1 = 1.2
 B = 0.75
@@ -98,9 +98,10 @@ def stem_prefix(term: str) -> str:
 class PhraseScorer:
     """BM25 of documents for one query's ``phrases`` under ``stats``.
 
-    An ASCII document's words are not all stemmed: one regular expression finds those that
-    may stem to a query term (``stem_prefix``), and only they are stemmed and counted; the
-    document's length is the index's own count (``records_fts_docsize``).
+    A document's words are not all stemmed: only those that may stem to a query term (an
+    ASCII word starting with a term's ``stem_prefix``, found in ASCII text by one regular
+    expression, or any word beyond ASCII) are stemmed and counted; the document's length is
+    the index's own count (``records_fts_docsize``).
     """
 
     def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
@@ -110,6 +111,7 @@ class PhraseScorer:
         self.mean_length = stats.mean_length
         prefixes = {stem_prefix(p[0]) for p in self.phrases}
         self._pattern: re.Pattern[str] | None = None
+        self._prefixes = tuple(sorted(prefixes))
         # A phrase of several terms is matched in the whole term sequence, and a very short
         # prefix would find most words anyway: then every word is stemmed.
         if all(len(p) == 1 for p in self.phrases) and all(len(p) > 1 for p in prefixes):
@@ -120,11 +122,17 @@ class PhraseScorer:
         """``text``'s score (higher is better); ``length`` counts its terms as the index does
         (its partition word included)."""
         norm = K1 * (1 - B + B * length / self.mean_length)
-        if self._pattern is not None and text.isascii():
-            # Counted by hand: a Counter costs more than the few words the pattern finds.
+        if self._pattern is not None:
+            if text.isascii():
+                found = self._pattern.findall(text.lower())
+            else:
+                found = [
+                    w for w in folded_words(text) if w.startswith(self._prefixes) or not w.isascii()
+                ]
+            # Counted by hand: a Counter costs more than the few words that may match.
             terms: list[str] = []
             counts: dict[str, int] = {}
-            for word in self._pattern.findall(text.lower()):
+            for word in found:
                 term = porter_stem(word)
                 counts[term] = counts.get(term, 0) + 1
         else:
