@@ -29,10 +29,10 @@ from tests.service.live_sdk import JWT_SECRET, TENANT, Clients, Served, covers, 
 
 BUILT_INS = ["working", "episodic", "semantic", "procedural", "conversation"]
 FILE_CATEGORIES = ["activity", "profile", "event"]
-#: Names no type can have, each refused before any lookup.
+#: Names no type can have, each refused before any lookup; those with a slash as well (sent
+#: as ``%2F``), not missing every route.
 HOSTILE_NAMES = ["a\x00b", "\ud800", "..", ".", "Notes", "x" * 65, "-x", "notes\n"]
-#: Names that are more than one path segment: they reach no operation at all.
-PATH_NAMES = ["../semantic", "notes/../x", "notes/memorize"]
+PATH_NAMES = ["a/b", "../semantic", "notes/../x", "notes/memorize", "/notes", "notes/"]
 
 
 @covers("types_list")
@@ -126,14 +126,16 @@ async def test_bad_names_and_bodies_change_nothing(sdk: Clients, served: Served)
     ):
         with pytest.raises(NotFoundError):
             await call_
-    for name in HOSTILE_NAMES:
-        with pytest.raises(ValidationError):
-            await me.memorize(name, "x")
-        with pytest.raises(ValidationError):
-            await me.forget(name, "all")
-    for name in PATH_NAMES:
-        with pytest.raises(NotFoundError):
-            await me.memorize(name, "x")
+    for name in [*HOSTILE_NAMES, *PATH_NAMES]:
+        for operation, arguments in (
+            (me.memorize, (name, "x")),
+            (me.remember, (name, "x")),
+            (me.forget, (name, "all")),
+            (me.summarize, (name,)),
+            (me.get_capacity_info, (name,)),
+        ):
+            with pytest.raises(ValidationError):
+                await operation(*arguments)
     for bad_text in ("a\x00b", "\ud800"):
         with pytest.raises((InvalidValueError, ValidationError)):
             await me.memorize("notes", bad_text)
@@ -144,7 +146,17 @@ async def test_bad_names_and_bodies_change_nothing(sdk: Clients, served: Served)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     async with httpx.AsyncClient(base_url=served.url, headers=headers) as http:
         answer = await http.post("/v1/memory/types/notes/memorize", content=deep)
+        # A name with a slash gets the answer of any other name no type can have.
+        invalid, slashed = [
+            (await http.get(f"/v1/memory/types/{name}/remember", params={"q": "x"})).json()
+            for name in ("A-b", "a%2Fb")
+        ]
     assert answer.status_code == 400
+    assert invalid == slashed
+    assert (slashed["error"], slashed["details"]["errors"][0]["loc"]) == (
+        "validation_error",
+        ["path", "name"],
+    )
     too_deep: Any = 1
     for _ in range(10_000):
         too_deep = {"a": too_deep}
