@@ -74,6 +74,7 @@ from engramdb.providers.files import (
     FILES_SPEC,
     FileMemoryProvider,
     FileStore,
+    files_root,
 )
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
@@ -776,9 +777,11 @@ def _embedder(choice: Embedder | Literal["default"] | None) -> Embedder | None:
 async def _open_engine(
     target: str | Path, config: EngineConfig | None, options: dict[str, Any]
 ) -> Engine:
+    if config is not None and config.files is not None:
+        files_root(config.files)  # a memory folder no file could be written under: refused first
     backend = await open_backend(target, **options)
-    engine = Engine(backend, config)
     try:
+        engine = Engine(backend, config)
         await engine._start()
     except BaseException:
         await backend.close()
