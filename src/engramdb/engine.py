@@ -8,7 +8,6 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
@@ -110,6 +109,10 @@ RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
 
 
+#: The longest a formation claim may keep the other engines of a store off it: a day.
+MAX_FORMATION_LEASE_S = 86_400
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Settings of an engine that are not the storage target.
@@ -161,10 +164,18 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         lease = self.formation_lease_s
-        # A lease of zero, a negative one or NaN would let every engine take every claim at once.
-        if not isinstance(lease, int | float) or not math.isfinite(lease) or lease <= 0:
+        # A lease of zero, a negative one or NaN would let every engine take every claim at
+        # once; one past a day keeps a killed engine's work from the others that long, and
+        # one past the calendar's end cannot even be written down. ``True`` is no duration.
+        if (
+            isinstance(lease, bool)
+            or not isinstance(lease, int | float)
+            or not 0 < lease <= MAX_FORMATION_LEASE_S
+        ):
             raise InvalidValueError(
-                f"formation_lease_s must be a positive number of seconds, not {lease!r}",
+                # Not the value itself: an int of 5,000 digits has no printable repr.
+                "formation_lease_s must be a number of seconds above 0 and at most "
+                f"{MAX_FORMATION_LEASE_S:,} (a day)",
                 field="formation_lease_s",
             )
 
