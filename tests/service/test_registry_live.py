@@ -21,6 +21,7 @@ from engramdb.core.errors import (
     NotFoundError,
     PermissionDeniedError,
     ValidationError,
+    ValueTooLargeError,
 )
 from engramdb.orchestrator.forget_instructions import UnsupportedForgetError
 from engramdb.service.auth import issue_token
@@ -227,3 +228,51 @@ async def test_the_registry_over_mcp(served: Served) -> None:
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32700)
     # The REST view of the same user agrees: one profile item, no notes.
     assert capacities == {"profile": 1, "notes": 0}
+
+
+async def test_huge_input_and_another_tenants_ids_change_nothing(
+    sdk: Clients, served: Served
+) -> None:
+    me = sdk()
+    note = await me.memorize("notes", "The flowerpot key is under the mat")
+    plan = unique("plan")
+    await me.memorize("working", "draft the itinerary", plan_id=plan)
+    before = (await me.events()).events
+    huge = "x" * 10_000_000
+    intruder = issue_token(JWT_SECRET, unique("other-tenant"), user="mallory")
+    headers = {"Authorization": f"Bearer {intruder}"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=120) as http:
+        # Another tenant naming this one's ids and plan finds nothing and changes nothing.
+        forgotten = await http.post(
+            "/v1/memory/types/notes/forget", json={"instruction": f"id:{note.id}", "mode": "hard"}
+        )
+        found = await http.get(
+            "/v1/memory/types/working/remember", params={"q": "itinerary", "plan_id": plan}
+        )
+        capacity = await http.get("/v1/memory/types/working/capacity", params={"plan_id": plan})
+        # Ten megabytes as a body, a query and a type name: refused before any work.
+        body = await http.post(
+            "/v1/memory/types/notes/memorize", json={"content": huge, "metadata": {"a": huge}}
+        )
+        long = "x" * 60_000  # past what a URL may hold, within what a client sends
+        query = await http.get("/v1/memory/types/notes/remember", params={"q": long})
+        name = await http.get(f"/v1/memory/types/{long}/capacity")
+
+    assert (forgotten.status_code, forgotten.json()["forgotten"]) == (200, [])
+    assert (found.status_code, found.json()["items"]) == (200, [])
+    assert (capacity.status_code, capacity.json()["item_count"]) == (200, 0)
+    answers = {
+        "body": (body.status_code, body.json()["error"]),
+        "query": query.status_code,
+        "name": name.status_code,
+    }
+    assert answers == {"body": (413, "value_too_large"), "query": 422, "name": 422}
+    # The SDK says as much of a value no URL can hold, before sending anything.
+    with pytest.raises(ValueTooLargeError):
+        await me.remember("notes", huge)
+    with pytest.raises(ValueTooLargeError):
+        await me.get_capacity_info(huge)
+    with pytest.raises(ValueTooLargeError):
+        await me.memorize("notes", huge)
+    assert (await me.events()).events == before
+    assert [i.id for i in await me.remember("notes", "flowerpot")] == [note.id]
