@@ -11,6 +11,7 @@ import inspect
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -88,7 +89,7 @@ from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
 from engramdb.restore import append_export, count_rows
-from engramdb.storage.backend import Backend, BackendStats, EventStore
+from engramdb.storage.backend import INDEX_BUILD_MEMORY_MB, Backend, BackendStats, EventStore
 from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
 
@@ -622,6 +623,28 @@ class Engine:
         for scope in sorted({*self.files.scopes(), *(r.scope for r in stored)}, key=str):
             await self.file_provider(scope).render()
 
+    @asynccontextmanager
+    async def bulk_load(
+        self, *, index_memory_mb: int = INDEX_BUILD_MEMORY_MB
+    ) -> AsyncIterator[None]:
+        """Load many memories faster: while this runs, vector indexes that writes would
+        create are noted instead, then built once from every row when it ends (with
+        ``index_memory_mb`` megabytes; about 2,300 for a million 384-dimension vectors).
+        Searches meanwhile are exact, and correct. Meant for filling a new store (what
+        :meth:`restore` does); writers of a table wait while its index is built at the end.
+
+        Raises:
+            InvalidValueError: ``index_memory_mb`` is not a positive whole number.
+        """
+        memory = index_memory_mb
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
+            raise InvalidValueError(
+                f"index_memory_mb must be a positive whole number of megabytes, not {memory!r}",
+                field="index_memory_mb",
+            )
+        async with self.backend.bulk_load(memory):
+            yield
+
     async def reindex(
         self, progress: Callable[[int], None] | None = None, *, stale_only: bool = False
     ) -> int:
@@ -717,7 +740,8 @@ class Engine:
         vectors = 0
         if self.indexer.embedder:
             starts("embed", await self.reindex_total(stale_only=True))
-            vectors = await self.reindex(told("embed"), stale_only=True)
+            async with self.bulk_load():
+                vectors = await self.reindex(told("embed"), stale_only=True)
         stored = (await self.stats()).records
         seconds = time.perf_counter() - started
         return RestoreReport(appended, expected, stored, vectors, seconds)

@@ -16,7 +16,9 @@ from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.partition import partition_token
+from engramdb.storage.sqlite.queries import text_candidates
 from engramdb.storage.sqlite.text_scores import (
+    any_phrase,
     in_partitions,
     index_length,
     match_phrases,
@@ -97,6 +99,28 @@ def test_phrases_are_read_from_an_expression_as_the_index_tokenizes_them() -> No
     assert match_phrases('text : (lives AND NOT "say ""hi""")') == [("live",), ("sai", "hi")]
     assert occurrences(["a", "b", "a", "b"], ("a", "b")) == 2
     assert occurrences(["a", "b", "a"], ("b",)) == 1
+
+
+def test_an_expression_of_phrases_joined_by_or_is_read_as_its_phrases() -> None:
+    assert any_phrase('"apple"') == ['"apple"']
+    assert any_phrase(' "say ""hi""" OR "user city"  OR "_" ') == ['"say ""hi"""', '"user city"']
+    for other in ('"apple" AND "pear"', "apple OR pear", '"a" OR', 'NEAR("a" "b")', ""):
+        assert any_phrase(other) is None
+
+
+async def test_a_words_newest_matches_are_read_in_the_indexs_order_without_a_sort(
+    tmp_path: Path,
+) -> None:
+    backend = await SqliteBackend.open(tmp_path / "n.db")
+    try:
+        await backend.commit([Put(record(f"k{n}", f"apple {n}")) for n in range(5)], [])
+    finally:
+        await backend.close()
+    sql, params = text_candidates(RecordQuery("ns", ALICE), 'text : "apple"', "key", 2)
+    with sqlite3.connect(tmp_path / "n.db") as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+        assert [row[0] for row in conn.execute(sql, params)] == ["k4", "k3"]
+    assert "TEMP B-TREE" not in plan
 
 
 def test_a_prefix_range_and_decoding_select_the_partitions_a_filter_names() -> None:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from engramdb.core.scope import Scope
 from engramdb.engine import Engine, EngineConfig, ScopedMemory
 from engramdb.engine import open as open_async
 from engramdb.orchestrator.tenancy import Tenancy
-from engramdb.storage.backend import EventStore
+from engramdb.storage.backend import INDEX_BUILD_MEMORY_MB, EventStore
 from engramdb.sync.memory_types import (
     SyncConversationMemory,
     SyncEpisodicMemory,
@@ -134,6 +135,19 @@ class SyncEngine(ClosingView[Engine]):
     scope = viewing(Engine.scope, SyncScopedMemory)
     provider = viewing(Engine.provider, SyncEventSourcedProvider)
     file_provider = viewing(Engine.file_provider, SyncFileMemoryProvider)
+
+    @contextmanager
+    def bulk_load(self, *, index_memory_mb: int = INDEX_BUILD_MEMORY_MB) -> Iterator[None]:
+        """Blocking twin of ``Engine.bulk_load``: vector indexes built once when it ends."""
+        loading = self.wrapped.bulk_load(index_memory_mb=index_memory_mb)
+        self._run(loading.__aenter__)
+        try:
+            yield
+        except BaseException as exc:
+            if not self._run(loading.__aexit__, type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            self._run(loading.__aexit__, None, None, None)
 
     def _closing(self) -> Callable[[], Awaitable[None]]:
         return self.wrapped.close

@@ -28,6 +28,9 @@ MIN_IDF = 1e-6
 #: A phrase of an FTS5 expression: a string (``""`` escapes a quote) or a bareword.
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"|([\w\x1a\u0080-\U0010ffff]+)(\s*:)?')
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_QUOTED = r'"(?:[^"]|"")*"'
+#: An expression that is nothing but quoted phrases joined by OR (as hybrid recall asks).
+_ANY_PHRASE = re.compile(rf"\s*{_QUOTED}(?:\s+OR\s+{_QUOTED})*\s*")
 _SEPARATOR = "\x1f"
 
 
@@ -42,6 +45,14 @@ def match_phrases(match: str) -> list[tuple[str, ...]]:
         if words:
             phrases.append(words)
     return phrases
+
+
+def any_phrase(match: str) -> list[str] | None:
+    """The quoted phrases of ``match`` when it finds the records holding any of them (phrases
+    joined by OR; those without a word are left out), else ``None``."""
+    if not _ANY_PHRASE.fullmatch(match):
+        return None
+    return [quoted for quoted in re.findall(_QUOTED, match) if match_phrases(quoted)]
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,7 @@ class PhraseScorer:
     def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
         self.phrases = list(phrases)
         self.idf = [stats.idf(phrase) for phrase in self.phrases]
+        self._weighted = list(zip(self.phrases, self.idf, strict=True))
         self.mean_length = stats.mean_length
         prefixes = {stem_prefix(p[0]) for p in self.phrases}
         self._pattern: re.Pattern[str] | None = None
@@ -109,13 +121,17 @@ class PhraseScorer:
         (its partition word included)."""
         norm = K1 * (1 - B + B * length / self.mean_length)
         if self._pattern is not None and text.isascii():
-            counts = Counter(map(porter_stem, self._pattern.findall(text.lower())))
+            # Counted by hand: a Counter costs more than the few words the pattern finds.
             terms: list[str] = []
+            counts: dict[str, int] = {}
+            for word in self._pattern.findall(text.lower()):
+                term = porter_stem(word)
+                counts[term] = counts.get(term, 0) + 1
         else:
             terms = tokens(text)
             counts = Counter(terms)
         score = 0.0
-        for phrase, weight in zip(self.phrases, self.idf, strict=True):
+        for phrase, weight in self._weighted:
             tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
             if tf:
                 score += weight * tf * (K1 + 1) / (tf + norm)
