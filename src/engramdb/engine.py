@@ -8,7 +8,6 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
@@ -75,6 +74,7 @@ from engramdb.providers.files import (
     FILES_SPEC,
     FileMemoryProvider,
     FileStore,
+    files_root,
 )
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
@@ -108,6 +108,10 @@ RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     PARTS_PENDING_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
+
+
+#: The longest a formation claim may keep the other engines of a store off it: a day.
+MAX_FORMATION_LEASE_S = 86_400
 
 
 @dataclass(frozen=True)
@@ -161,10 +165,18 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         lease = self.formation_lease_s
-        # A lease of zero, a negative one or NaN would let every engine take every claim at once.
-        if not isinstance(lease, int | float) or not math.isfinite(lease) or lease <= 0:
+        # A lease of zero, a negative one or NaN would let every engine take every claim at
+        # once; one past a day keeps a killed engine's work from the others that long, and
+        # one past the calendar's end cannot even be written down. ``True`` is no duration.
+        if (
+            isinstance(lease, bool)
+            or not isinstance(lease, int | float)
+            or not 0 < lease <= MAX_FORMATION_LEASE_S
+        ):
             raise InvalidValueError(
-                f"formation_lease_s must be a positive number of seconds, not {lease!r}",
+                # Not the value itself: an int of 5,000 digits has no printable repr.
+                "formation_lease_s must be a number of seconds above 0 and at most "
+                f"{MAX_FORMATION_LEASE_S:,} (a day)",
                 field="formation_lease_s",
             )
 
@@ -800,9 +812,11 @@ def _embedder(choice: Embedder | Literal["default"] | None) -> Embedder | None:
 async def _open_engine(
     target: str | Path, config: EngineConfig | None, options: dict[str, Any]
 ) -> Engine:
+    if config is not None and config.files is not None:
+        files_root(config.files)  # a memory folder no file could be written under: refused first
     backend = await open_backend(target, **options)
-    engine = Engine(backend, config)
     try:
+        engine = Engine(backend, config)
         await engine._start()
     except BaseException:
         await backend.close()

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from engramdb.core.portal import ClosingView
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine, EngineConfig, ScopedMemory
 from engramdb.engine import open as open_async
@@ -105,7 +105,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
         return SyncMemoryType(self.wrapped.memory_type(name), self._portal)
 
 
-class SyncEngine(SyncView[Engine]):
+class SyncEngine(ClosingView[Engine]):
     """Blocking view of an ``Engine``, from :func:`open_sync`. Close it (or use ``with``) to
     close the engine and stop the thread its loop runs on.
 
@@ -149,25 +149,8 @@ class SyncEngine(SyncView[Engine]):
         else:
             self._run(loading.__aexit__, None, None, None)
 
-    def close(self) -> None:
-        """Close the engine (``Engine.close``) and stop its loop thread; idempotent."""
-        if self._portal.closed:
-            return
-        try:
-            self._run(self.wrapped.close)
-        finally:
-            self._portal.stop()
-
-    def __enter__(self) -> SyncEngine:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _closing(self) -> Callable[[], Awaitable[None]]:
+        return self.wrapped.close
 
 
 def open_sync(
