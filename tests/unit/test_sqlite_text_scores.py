@@ -250,7 +250,7 @@ def test_only_the_words_that_may_match_are_stemmed_and_the_score_is_unchanged(
     text: str, words: list[str]
 ) -> None:
     phrases = [tuple(tokens(word)) for word in words]
-    stats = TextStatistics(docs=50, tokens=400, frequencies={p: 3 for p in phrases})
+    stats = TextStatistics(docs=50, tokens=400, frequencies=dict.fromkeys(phrases, 3))
     pruned, every_word = PhraseScorer(phrases, stats), PhraseScorer(phrases, stats)
     every_word._pattern = None  # stems every word of the text
     length = len(tokens(text)) + 1
