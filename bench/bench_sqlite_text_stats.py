@@ -6,8 +6,10 @@ beside it in the same file (``bench_text_stats.py`` measures the same on Postgre
 Records are synthetic chat-like sentences (``bench_recall.synthetic_sentences``), written
 through ``SqliteBackend.commit`` (so every write trigger runs), questions the matching
 synthetic questions; each size is timed on the same questions after its writes (warm cache).
-The file at ``--db`` is grown, not replaced: run the script once per size against one file
-per code version, alternating versions, to compare them under the same load::
+With ``--commits N`` it also times N writes of one record each into the partition (every
+trigger runs, as for a lone ``memorize``), then deletes them again. The file at ``--db`` is
+grown, not replaced: run the script once per size against one file per code version (or the
+same file, when the versions share a schema), alternating versions, under the same load::
 
     for n in 2000 10000 30000 100000; do
       PYTHONPATH=<old src>:. python bench_sqlite_text_stats.py --db old.db --sizes $n --out o$n.json
@@ -21,16 +23,18 @@ import argparse
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_common import percentiles
 from bench_recall import machine, make_progress, synthetic_questions, synthetic_sentences
 from bench_text_stats import BATCH, MINE, THEIRS, record, size_row, table
 from rich.console import Console
 
 from engramdb.core.scope import Scope
-from engramdb.storage.records import Put
+from engramdb.storage.records import Delete, Put
 from engramdb.storage.sqlite.backend import SqliteBackend
 
 
@@ -59,8 +63,21 @@ async def fill(
             progress.advance(task, len(chunk))
 
 
+async def time_commits(backend: SqliteBackend, count: int) -> dict[str, float]:
+    """Percentiles of ``count`` one-record commits into the partition, in milliseconds (the
+    records are deleted again afterwards, so the file stays as it was grown)."""
+    texts = synthetic_sentences(count, seed=13)
+    samples = []
+    for at, text in enumerate(texts):
+        began = time.perf_counter()
+        await backend.commit([Put(record(f"w{at}", text, MINE))], [])
+        samples.append(time.perf_counter() - began)
+    await backend.commit([Delete("episodic", MINE, f"w{at}") for at in range(count)], [])
+    return percentiles(samples)
+
+
 async def run(
-    path: Path, sizes: Sequence[int], queries: int, limit: int, console: Console
+    path: Path, sizes: Sequence[int], queries: int, limit: int, commits: int, console: Console
 ) -> dict[str, Any]:
     """Grow the partition of ``path`` through ``sizes`` and time the questions at each."""
     # The texts depend only on the largest size asked for ever, so a grown file stays a prefix.
@@ -74,7 +91,15 @@ async def run(
             for scope, pool in ((MINE, mine), (THEIRS, theirs)):
                 have = held(path, scope)
                 await fill(backend, scope, pool[have:size], have, console)
-            rows.append(await size_row(backend, size, questions, limit, console))
+            row = await size_row(backend, size, questions, limit, console)
+            if commits:
+                timing = await time_commits(backend, commits)
+                row.update({f"commit_{name}": value for name, value in timing.items()})
+                console.print(
+                    f"{size:>7} records: one-record commit p50 {timing['p50']:.2f} ms, "
+                    f"p95 {timing['p95']:.2f}"
+                )
+            rows.append(row)
     finally:
         await backend.close()
     return {"sizes": rows, "queries": queries, "limit": limit, "machine": machine()}
@@ -86,11 +111,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="2000,10000,30000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--limit", type=int, default=50, help="hits asked per query")
+    parser.add_argument("--commits", type=int, default=0, help="one-record commits to time")
     parser.add_argument("--out", type=Path, help="write the JSON results here")
     args = parser.parse_args(argv)
     console = Console()
     sizes = [int(s) for s in args.sizes.split(",")]
-    results = asyncio.run(run(args.db, sizes, args.queries, args.limit, console))
+    results = asyncio.run(run(args.db, sizes, args.queries, args.limit, args.commits, console))
     console.print(table(results))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -1,12 +1,15 @@
-"""PostgreSQL full-text hits on LongMemEval_S haystacks, to tell whether a change of the
-full-text path changes them: each of the first N questions' haystack (every turn, both roles)
-in a partition of its own, then the full-text part of ``remember`` for its question (the words
-kept after pruning, then ``PostgresSearch.text``, 50 hits). Writes each question's words and
-hits (key, score) as JSON; ``--against`` compares with an earlier run's file. The script creates
-its own database on the server and drops it afterwards. Run by hand (not in CI)::
+"""Full-text hits on LongMemEval_S haystacks, to tell whether a change of the full-text path
+changes them: each of the first N questions' haystack (every turn, both roles) in a partition
+of its own, then the full-text part of ``remember`` for its question (the words kept after
+pruning, then the backend's ``search.text``, 50 hits). Writes each question's words and hits
+(key, score) as JSON; ``--against`` compares with an earlier run's file. On PostgreSQL (the
+default) the script creates its own database on the server and drops it afterwards; with
+``--sqlite FILE`` it stores the haystacks in that file (replaced) instead. Run by hand (not in
+CI)::
 
     python bench/bench_text_hits_longmemeval.py --out before.json
     python bench/bench_text_hits_longmemeval.py --out after.json --against before.json
+    python bench/bench_text_hits_longmemeval.py --sqlite /tmp/hits.db --out sqlite.json
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from psycopg import sql
 
 from engramdb.core.scope import Scope
 from engramdb.providers.indexing import Indexer
-from engramdb.storage.postgres.backend import PostgresBackend
 from engramdb.storage.records import Put, Record, RecordQuery
+from engramdb.storage.registry import open_backend
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
@@ -44,9 +47,14 @@ def turns(item: dict[str, Any]) -> list[Put]:
     ]
 
 
-async def run(url: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Store every haystack, then ask each question of its own."""
-    backend = await PostgresBackend.open(url)
+async def run(
+    target: str | Path, items: Sequence[dict[str, Any]], bound: int | None = None
+) -> list[dict[str, Any]]:
+    """Store every haystack in the store at ``target``, then ask each question of its own
+    (each word scored in at most its ``bound`` newest records, when given)."""
+    backend = await open_backend(target)
+    if bound is not None:
+        backend.search.scored_per_word = bound
     try:
         for item in items:
             puts = turns(item)
@@ -72,6 +80,21 @@ async def run(url: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
         await backend.close()
 
 
+def on_postgres(
+    database: str, items: Sequence[dict[str, Any]], bound: int | None
+) -> list[dict[str, Any]]:
+    """``run`` on a database created on the server for it, and dropped after."""
+    name = sql.Identifier(database)
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+    try:
+        return asyncio.run(run(f"postgresql://postgres@127.0.0.1:5432/{database}", items, bound))
+    finally:
+        with psycopg.connect(SERVER, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+
+
 def compare(now: list[dict[str, Any]], before: list[dict[str, Any]]) -> str:
     """How many questions kept the same words, the same hit keys and the same scores."""
     pairs = list(zip(now, before, strict=True))
@@ -89,21 +112,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--database", default="engram_bench_text_hits")
+    parser.add_argument("--sqlite", type=Path, help="store in this SQLite file instead")
+    parser.add_argument(
+        "--scored-per-word", type=int, help="a word's newest records scored at most (a test)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--against", type=Path, help="an earlier run's --out file")
     args = parser.parse_args(argv)
     with lzma.open(args.data, "rt", encoding="utf-8") as handle:
         items = json.load(handle)[: args.questions]
-    name = sql.Identifier(args.database)
-    with psycopg.connect(SERVER, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    try:
-        url = f"postgresql://postgres@127.0.0.1:5432/{args.database}"
-        answers = asyncio.run(run(url, items))
-    finally:
-        with psycopg.connect(SERVER, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+    if args.sqlite:
+        args.sqlite.unlink(missing_ok=True)
+        answers = asyncio.run(run(args.sqlite, items, args.scored_per_word))
+    else:
+        answers = on_postgres(args.database, items, args.scored_per_word)
     args.out.write_text(json.dumps(answers, indent=1))
     sizes = [a["records"] for a in answers]
     print(f"{len(answers)} partitions of {min(sizes)} to {max(sizes)} records")

@@ -8,10 +8,10 @@ the ``MemoryManager`` of one tenant/user/agent/session, bound to that scope.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -74,6 +74,7 @@ from engramdb.providers.files import (
     FILES_SPEC,
     FileMemoryProvider,
     FileStore,
+    files_root,
 )
 from engramdb.providers.graph import (
     EXCLUSIVE_RELATIONS,
@@ -88,7 +89,7 @@ from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
 from engramdb.restore import append_export, count_rows
-from engramdb.storage.backend import Backend, BackendStats, EventStore
+from engramdb.storage.backend import INDEX_BUILD_MEMORY_MB, Backend, BackendStats, EventStore
 from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
 
@@ -107,6 +108,10 @@ RESOURCE_SPECS: tuple[ProjectionSpec, ...] = (
     PARTS_PENDING_SPEC,
 )
 _RESOURCE_NAMESPACES = frozenset(spec.namespace for spec in RESOURCE_SPECS)
+
+
+#: The longest a formation claim may keep the other engines of a store off it: a day.
+MAX_FORMATION_LEASE_S = 86_400
 
 
 @dataclass(frozen=True)
@@ -160,10 +165,18 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         lease = self.formation_lease_s
-        # A lease of zero, a negative one or NaN would let every engine take every claim at once.
-        if not isinstance(lease, int | float) or not math.isfinite(lease) or lease <= 0:
+        # A lease of zero, a negative one or NaN would let every engine take every claim at
+        # once; one past a day keeps a killed engine's work from the others that long, and
+        # one past the calendar's end cannot even be written down. ``True`` is no duration.
+        if (
+            isinstance(lease, bool)
+            or not isinstance(lease, int | float)
+            or not 0 < lease <= MAX_FORMATION_LEASE_S
+        ):
             raise InvalidValueError(
-                f"formation_lease_s must be a positive number of seconds, not {lease!r}",
+                # Not the value itself: an int of 5,000 digits has no printable repr.
+                "formation_lease_s must be a number of seconds above 0 and at most "
+                f"{MAX_FORMATION_LEASE_S:,} (a day)",
                 field="formation_lease_s",
             )
 
@@ -610,6 +623,28 @@ class Engine:
         for scope in sorted({*self.files.scopes(), *(r.scope for r in stored)}, key=str):
             await self.file_provider(scope).render()
 
+    @asynccontextmanager
+    async def bulk_load(
+        self, *, index_memory_mb: int = INDEX_BUILD_MEMORY_MB
+    ) -> AsyncIterator[None]:
+        """Load many memories faster: while this runs, vector indexes that writes would
+        create are noted instead, then built once from every row when it ends (with
+        ``index_memory_mb`` megabytes; about 2,300 for a million 384-dimension vectors).
+        Searches meanwhile are exact, and correct. Meant for filling a new store (what
+        :meth:`restore` does); writers of a table wait while its index is built at the end.
+
+        Raises:
+            InvalidValueError: ``index_memory_mb`` is not a positive whole number.
+        """
+        memory = index_memory_mb
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
+            raise InvalidValueError(
+                f"index_memory_mb must be a positive whole number of megabytes, not {memory!r}",
+                field="index_memory_mb",
+            )
+        async with self.backend.bulk_load(memory):
+            yield
+
     async def reindex(
         self, progress: Callable[[int], None] | None = None, *, stale_only: bool = False
     ) -> int:
@@ -705,7 +740,8 @@ class Engine:
         vectors = 0
         if self.indexer.embedder:
             starts("embed", await self.reindex_total(stale_only=True))
-            vectors = await self.reindex(told("embed"), stale_only=True)
+            async with self.bulk_load():
+                vectors = await self.reindex(told("embed"), stale_only=True)
         stored = (await self.stats()).records
         seconds = time.perf_counter() - started
         return RestoreReport(appended, expected, stored, vectors, seconds)
@@ -776,9 +812,11 @@ def _embedder(choice: Embedder | Literal["default"] | None) -> Embedder | None:
 async def _open_engine(
     target: str | Path, config: EngineConfig | None, options: dict[str, Any]
 ) -> Engine:
+    if config is not None and config.files is not None:
+        files_root(config.files)  # a memory folder no file could be written under: refused first
     backend = await open_backend(target, **options)
-    engine = Engine(backend, config)
     try:
+        engine = Engine(backend, config)
         await engine._start()
     except BaseException:
         await backend.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import engramdb
-from engramdb.core.errors import ConflictError, NotFoundError
+from engramdb.core.errors import ConflictError, InvalidValueError, NotFoundError
 from engramdb.core.intent import MemoryItem
 from engramdb.core.scope import Scope
 from engramdb.core.types import MemoryTier, RecallQuery, RecallScope
@@ -211,3 +211,43 @@ async def test_concurrent_writes_all_reach_the_file(engine: Engine) -> None:
         f"## note.{n:02}" for n in range(20)
     ]
     assert (await files.rescan()).edits == 0
+
+
+@pytest.mark.parametrize(
+    "kind", ["a file", "under a file", "nul", "lone surrogate", "too long", "empty", "bytes"]
+)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_a_memory_folder_no_file_could_be_written_under_is_refused_at_open(
+    tmp_path: Path, backend: str, kind: str
+) -> None:
+    from tests.postgres.database import empty_database
+
+    (tmp_path / "a-file").write_text("kept")
+    root: object = {
+        "a file": tmp_path / "a-file",
+        "under a file": tmp_path / "a-file" / "memory",
+        "nul": f"{tmp_path}/a\x00b",
+        "lone surrogate": f"{tmp_path}/\ud800",
+        "too long": tmp_path / ("x" * 300),
+        "empty": "",
+        "bytes": bytes(tmp_path / "memory"),
+    }[kind]
+    target = str(tmp_path / "engram.db") if backend == "sqlite" else empty_database()
+    events_before = await _event_count(target) if backend == "postgresql" else 0
+    config = EngineConfig(embedder=None, files=root)  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError) as refused:
+        await engramdb.open(target, config=config)
+    assert refused.value.details["field"] == "files"
+    # Nothing is made: not the database file, not a folder, and no event in the log.
+    assert _names(tmp_path) == ["a-file"]
+    if backend == "postgresql":
+        assert await _event_count(target) == events_before
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+async def _event_count(target: str) -> int:
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as opened:
+        return await opened.events.count()

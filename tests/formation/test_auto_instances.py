@@ -224,7 +224,11 @@ async def test_two_processes_killed_at_random_form_each_turn_once(tmp_path: Path
     assert left_pending > 0
 
 
-@pytest.mark.parametrize("lease", [0.0, -1.0, float("nan"), float("inf"), "60"])
-def test_a_lease_that_is_not_a_positive_time_is_refused(lease: object) -> None:
+@pytest.mark.parametrize(
+    "lease",
+    [0.0, -1.0, float("nan"), float("inf"), "60", True, None, 86_400.5, 1e300, 10**5000],
+    ids=["0", "-1", "nan", "inf", "text", "true", "none", "over a day", "1e300", "5,000 digits"],
+)
+def test_a_lease_that_is_not_a_positive_time_up_to_a_day_is_refused(lease: object) -> None:
     with pytest.raises(InvalidValueError, match="formation_lease_s"):
         EngineConfig(formation_lease_s=lease)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engramdb.core.errors import InvalidValueError
 from engramdb.index.fusion import Fused, fuse, min_max, recency, rerank, rrf, weighted
 from engramdb.index.search_config import SearchConfig
 
@@ -66,12 +67,34 @@ def test_fuse_orders_ties_by_id_and_supports_weighted() -> None:
 
 
 def test_search_config_rejects_nonsense() -> None:
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(InvalidValueError, match="mode"):
         SearchConfig(mode="magic")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="fusion"):
+    with pytest.raises(InvalidValueError, match="fusion"):
         SearchConfig(fusion="vibes")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InvalidValueError, match="positive"):
         SearchConfig(candidates=0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("save_graphs", "no"),  # a non-empty string would count as on
+        ("save_graphs", None),
+        ("save_graphs", 1),
+        ("strip_time", "false"),
+        ("candidates", 10**5000),
+        ("candidates", True),
+        ("candidates", 1.5),
+        ("bm25_weight", float("nan")),
+        ("vector_weight", float("inf")),
+        ("rerank_weight", "0.5"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else type(v).__name__,
+)
+def test_search_config_refuses_a_setting_of_the_wrong_kind(setting: str, value: object) -> None:
+    with pytest.raises(InvalidValueError, match=setting) as refused:
+        SearchConfig(**{setting: value})  # type: ignore[arg-type]
+    assert refused.value.details["field"] == setting
 
 
 def test_group_boost_lifts_hits_from_strong_sessions() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import engramdb
-from engramdb.core.errors import RerankError, RerankUnavailableError
+from engramdb.core.errors import InvalidValueError, RerankError, RerankUnavailableError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import EngineConfig
 from engramdb.index.http_reranker import HttpReranker
@@ -78,9 +78,9 @@ def test_settings_are_checked() -> None:
         HttpReranker("", base_url="http://127.0.0.1:1")
     with pytest.raises(ValueError, match="base_url"):
         HttpReranker("m", base_url="")
-    with pytest.raises(ValueError, match="rerank_weight"):
+    with pytest.raises(InvalidValueError, match="rerank_weight"):
         SearchConfig(rerank_weight=1.5)
-    with pytest.raises(ValueError, match="rerank_candidates"):
+    with pytest.raises(InvalidValueError, match="rerank_candidates"):
         SearchConfig(rerank_candidates=-1)
 
 

@@ -86,3 +86,26 @@ def test_ann_path_agrees_with_exact_search() -> None:
     assert len(ann.search(queries[0], 10)) == 10
     filtered = ann.search(queries[0], 5, allowed=set(range(0, 600, 2)))
     assert all(h[0] % 2 == 0 for h in filtered)
+
+
+def test_a_lazy_index_scores_only_records_whose_parts_it_was_given() -> None:
+    vectors = unit(9)
+    parts = [None, vectors[3:6].tobytes(), vectors[6:9].tobytes()]
+    eager, lazy = VectorIndex(16), VectorIndex(16)
+    eager.upsert([0, 1, 2], vectors[:3], parts)
+    lazy.lazy_parts = True
+    lazy.upsert([0, 1, 2], vectors[:3])
+    query = vectors[7]
+    assert lazy.parts_unknown([2, 1, 0, 99]) == [2, 1, 0]
+    assert lazy.best_similarities([0, 1, 2], query) == {}
+    lazy.set_parts([2, 0], [parts[2], None])  # record 0 is known to have none
+    assert lazy.parts_unknown([0, 1, 2]) == [1]
+    assert lazy.best_similarities([0, 1, 2], query) == eager.best_similarities([0, 2], query)
+    lazy.set_parts([1], [parts[1]])
+    assert lazy.best_similarities([0, 1, 2], query) == eager.best_similarities([0, 1, 2], query)
+    # A record written again loses what was known of its parts; an eager index never asks.
+    changes = lazy.changes
+    lazy.upsert([1], vectors[1:2])
+    assert lazy.changes > changes
+    assert lazy.parts_unknown([1]) == [1]
+    assert eager.parts_unknown([0, 1, 2]) == []

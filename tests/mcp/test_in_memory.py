@@ -288,6 +288,26 @@ async def test_bad_input_is_an_error_result_that_says_why_and_changes_nothing(
     assert await any_engine.events.count() == before
 
 
+async def test_memory_types_with_hostile_arguments_answers_the_same_and_changes_nothing(
+    connect: Connect, any_engine: Engine
+) -> None:
+    before = await any_engine.events.count()
+    async with connect("acme", "alice") as client:
+        listed = await call(client, "memory_types")
+        # The tool takes no argument; whatever a model adds is not read (by the MCP SDK's
+        # argument model), so another tenant's name, a NUL, a lone surrogate or 10 MB reach
+        # nothing and the answer is the caller's own list.
+        for extra in (
+            {"tenant": "globex"},
+            {"type": "a\x00b"},
+            {"name": "\ud800"},
+            {"filter": "x" * 10_000_000},
+            {"depth": "[" * 10_000 + "]" * 10_000},
+        ):
+            assert await call(client, "memory_types", **extra) == listed
+    assert await any_engine.events.count() == before
+
+
 async def test_credentials_that_may_only_read_cannot_write(connect: Connect) -> None:
     async with connect("acme", "alice", may_write=False) as client:
         assert "permission_denied" in await refused(client, "memorize", type="semantic", text="x")

@@ -1,7 +1,7 @@
 """The ``text_terms`` and ``text_postings`` rows the write triggers keep are what counting the
-records gives, after inserts, replaces, hides, deletes, a tenant's deletion and a rebuild; a
-one-partition search scores what every hit would give while no word is held by more records
-than its bound, and only a word's newest records beyond it."""
+records gives, after inserts, replaces, hides, deletes, a tenant's deletion and a rebuild (the
+bound on the records scored per word is checked on every backend, in
+``tests/conformance/test_search_paths.py``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.postgres import PostgresBackend
-from engramdb.storage.postgres.queries import SCORED_PER_WORD
 from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE
 from engramdb.storage.postgres.tenancy import tenant_uuid, user_uuid
 from engramdb.storage.records import Delete, Hide, Put, Record, RecordQuery
@@ -149,43 +148,3 @@ async def test_a_users_words_are_hidden_from_another_user_of_its_tenant(
             conn.execute("SELECT set_config('app.current_user', %s, true)", (str(alice),))
             users = conn.execute(f"SELECT DISTINCT user_uuid FROM {table}").fetchall()
         assert users == [(alice,)]
-
-
-def _query(scope: Scope | ScopeFilter, **conditions: Any) -> RecordQuery:
-    return RecordQuery("episodic", scope, alive_at=T0 + timedelta(days=30), **conditions)
-
-
-async def test_below_the_bound_scores_are_those_of_every_hit(backend: PostgresBackend) -> None:
-    # One partition, so a filter query of its scope (no bound) reads the same records.
-    scope = Scope(tenant="acme", user="alice")
-    await backend.commit([fruit("episodic", scope, f"k{at}", at) for at in range(40)], [])
-    await backend.commit([Hide("episodic", scope, "k3", T0)], [])
-    assert backend.search.scored_per_word == SCORED_PER_WORD
-    for match in ('"apple"', '"pear" OR "kiwi"', '"fig" OR "lime" OR "plum" OR "apple"'):
-        for conditions in ({}, {"hidden": False}, {"keys": ("k0", "k5", "k6", "k10")}):
-            bounded = await backend.search.text(_query(scope, **conditions), match, 100)
-            every = await backend.search.text(_query(ScopeFilter(scope), **conditions), match, 100)
-            assert bounded == every
-            assert bounded
-
-
-async def test_beyond_the_bound_a_word_is_scored_in_its_newest_records(
-    backend: PostgresBackend,
-) -> None:
-    scope = Scope(tenant="acme", user="alice")
-    await backend.commit([fruit("episodic", scope, f"k{at:02}", at) for at in range(60)], [])
-    every = await backend.search.text(_query(ScopeFilter(scope)), '"apple" OR "pear"', 100)
-    backend.search.scored_per_word = 4
-    bounded = await backend.search.text(_query(scope), '"apple" OR "pear"', 100)
-    keys = [r.key for r, _ in bounded]
-    holding = {
-        word: sorted((r.key for r, _ in every if word in r.text), reverse=True)
-        for word in ("apple", "pear")
-    }
-    # Each word's four newest records (keys are numbered in the order they were written).
-    assert sorted(keys) == sorted({*holding["apple"][:4], *holding["pear"][:4]})
-    assert len(holding["apple"]) > 4
-    # Only the words' document frequencies moved: a record's score is still higher for
-    # holding both words, and the order is a score order.
-    scores = [s for _, s in bounded]
-    assert scores == sorted(scores, reverse=True)

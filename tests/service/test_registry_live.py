@@ -21,6 +21,7 @@ from engramdb.core.errors import (
     NotFoundError,
     PermissionDeniedError,
     ValidationError,
+    ValueTooLargeError,
 )
 from engramdb.orchestrator.forget_instructions import UnsupportedForgetError
 from engramdb.service.auth import issue_token
@@ -29,10 +30,10 @@ from tests.service.live_sdk import JWT_SECRET, TENANT, Clients, Served, covers, 
 
 BUILT_INS = ["working", "episodic", "semantic", "procedural", "conversation"]
 FILE_CATEGORIES = ["activity", "profile", "event"]
-#: Names no type can have, each refused before any lookup.
+#: Names no type can have, each refused before any lookup; those with a slash as well (sent
+#: as ``%2F``), not missing every route.
 HOSTILE_NAMES = ["a\x00b", "\ud800", "..", ".", "Notes", "x" * 65, "-x", "notes\n"]
-#: Names that are more than one path segment: they reach no operation at all.
-PATH_NAMES = ["../semantic", "notes/../x", "notes/memorize"]
+PATH_NAMES = ["a/b", "../semantic", "notes/../x", "notes/memorize", "/notes", "notes/"]
 
 
 @covers("types_list")
@@ -126,14 +127,16 @@ async def test_bad_names_and_bodies_change_nothing(sdk: Clients, served: Served)
     ):
         with pytest.raises(NotFoundError):
             await call_
-    for name in HOSTILE_NAMES:
-        with pytest.raises(ValidationError):
-            await me.memorize(name, "x")
-        with pytest.raises(ValidationError):
-            await me.forget(name, "all")
-    for name in PATH_NAMES:
-        with pytest.raises(NotFoundError):
-            await me.memorize(name, "x")
+    for name in [*HOSTILE_NAMES, *PATH_NAMES]:
+        for operation, arguments in (
+            (me.memorize, (name, "x")),
+            (me.remember, (name, "x")),
+            (me.forget, (name, "all")),
+            (me.summarize, (name,)),
+            (me.get_capacity_info, (name,)),
+        ):
+            with pytest.raises(ValidationError):
+                await operation(*arguments)
     for bad_text in ("a\x00b", "\ud800"):
         with pytest.raises((InvalidValueError, ValidationError)):
             await me.memorize("notes", bad_text)
@@ -144,7 +147,17 @@ async def test_bad_names_and_bodies_change_nothing(sdk: Clients, served: Served)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     async with httpx.AsyncClient(base_url=served.url, headers=headers) as http:
         answer = await http.post("/v1/memory/types/notes/memorize", content=deep)
+        # A name with a slash gets the answer of any other name no type can have.
+        invalid, slashed = [
+            (await http.get(f"/v1/memory/types/{name}/remember", params={"q": "x"})).json()
+            for name in ("A-b", "a%2Fb")
+        ]
     assert answer.status_code == 400
+    assert invalid == slashed
+    assert (slashed["error"], slashed["details"]["errors"][0]["loc"]) == (
+        "validation_error",
+        ["path", "name"],
+    )
     too_deep: Any = 1
     for _ in range(10_000):
         too_deep = {"a": too_deep}
@@ -215,3 +228,51 @@ async def test_the_registry_over_mcp(served: Served) -> None:
     assert (answer.status_code, answer.json()["error"]["code"]) == (400, -32700)
     # The REST view of the same user agrees: one profile item, no notes.
     assert capacities == {"profile": 1, "notes": 0}
+
+
+async def test_huge_input_and_another_tenants_ids_change_nothing(
+    sdk: Clients, served: Served
+) -> None:
+    me = sdk()
+    note = await me.memorize("notes", "The flowerpot key is under the mat")
+    plan = unique("plan")
+    await me.memorize("working", "draft the itinerary", plan_id=plan)
+    before = (await me.events()).events
+    huge = "x" * 10_000_000
+    intruder = issue_token(JWT_SECRET, unique("other-tenant"), user="mallory")
+    headers = {"Authorization": f"Bearer {intruder}"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=120) as http:
+        # Another tenant naming this one's ids and plan finds nothing and changes nothing.
+        forgotten = await http.post(
+            "/v1/memory/types/notes/forget", json={"instruction": f"id:{note.id}", "mode": "hard"}
+        )
+        found = await http.get(
+            "/v1/memory/types/working/remember", params={"q": "itinerary", "plan_id": plan}
+        )
+        capacity = await http.get("/v1/memory/types/working/capacity", params={"plan_id": plan})
+        # Ten megabytes as a body, a query and a type name: refused before any work.
+        body = await http.post(
+            "/v1/memory/types/notes/memorize", json={"content": huge, "metadata": {"a": huge}}
+        )
+        long = "x" * 60_000  # past what a URL may hold, within what a client sends
+        query = await http.get("/v1/memory/types/notes/remember", params={"q": long})
+        name = await http.get(f"/v1/memory/types/{long}/capacity")
+
+    assert (forgotten.status_code, forgotten.json()["forgotten"]) == (200, [])
+    assert (found.status_code, found.json()["items"]) == (200, [])
+    assert (capacity.status_code, capacity.json()["item_count"]) == (200, 0)
+    answers = {
+        "body": (body.status_code, body.json()["error"]),
+        "query": query.status_code,
+        "name": name.status_code,
+    }
+    assert answers == {"body": (413, "value_too_large"), "query": 422, "name": 422}
+    # The SDK says as much of a value no URL can hold, before sending anything.
+    with pytest.raises(ValueTooLargeError):
+        await me.remember("notes", huge)
+    with pytest.raises(ValueTooLargeError):
+        await me.get_capacity_info(huge)
+    with pytest.raises(ValueTooLargeError):
+        await me.memorize("notes", huge)
+    assert (await me.events()).events == before
+    assert [i.id for i in await me.remember("notes", "flowerpot")] == [note.id]

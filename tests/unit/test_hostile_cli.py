@@ -147,3 +147,47 @@ def test_import_of_a_hostile_export_stores_nothing(
     export.write_bytes(raw + b"\n")
     assert_refused(*run(cli, "import", str(export)))
     assert written(tmp_path / "cli.db") == []
+
+
+def _files_folders(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "a-file").write_text("not a folder")
+    return {
+        "a file": str(tmp_path / "a-file"),
+        "under a file": str(tmp_path / "a-file" / "memory"),
+        "nul": str(tmp_path / "a\x00b"),
+        "lone surrogate": str(tmp_path / "\ud800"),
+        "decoded bad byte": str(tmp_path / "a\udcffb"),
+        "10,000 characters": str(tmp_path / ("x" * 10_000)),
+        "a name over 255 bytes": str(tmp_path / ("x" * 300)),
+        "cannot be made": "/proc/engram-memory",
+    }
+
+
+FILES_FOLDERS = list(_files_folders(Path("/tmp")))
+
+
+@pytest.mark.parametrize("kind", FILES_FOLDERS)
+@pytest.mark.parametrize("command", [["serve", "--no-vectors", "--port", "0"], ["memorize", "x"]])
+def test_a_memory_folder_no_file_could_be_written_under_is_refused_first(
+    cli: CliRunner, tmp_path: Path, kind: str, command: list[str]
+) -> None:
+    folder = _files_folders(tmp_path)[kind]
+    assert_refused(*run(cli, "--files", folder, *command))
+    assert not (tmp_path / "cli.db").exists()  # refused before the database is made
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
+def test_invalid_utf8_in_the_files_folder_is_refused_by_serve(tmp_path: Path) -> None:
+    db = tmp_path / "proc.db"
+    env = {**os.environ, "ENGRAM_DB": str(db), "PYTHONUTF8": "1"}
+    argv = [b"--files", bytes(tmp_path) + b"/a\xffb", b"serve", b"--no-vectors", b"--port", b"0"]
+    done = subprocess.run(
+        [sys.executable.encode(), b"-m", b"engramdb.cli", *argv],
+        env=env,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert_refused(done.returncode, done.stdout.decode(), done.stderr.decode(errors="replace"))
+    assert "UTF-8" in done.stderr.decode(errors="replace")
+    assert sorted(tmp_path.iterdir()) == []

@@ -16,7 +16,11 @@ from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.partition import partition_token
+from engramdb.storage.sqlite.queries import text_candidates
 from engramdb.storage.sqlite.text_scores import (
+    PhraseScorer,
+    TextStatistics,
+    any_phrase,
     in_partitions,
     index_length,
     match_phrases,
@@ -97,6 +101,28 @@ def test_phrases_are_read_from_an_expression_as_the_index_tokenizes_them() -> No
     assert match_phrases('text : (lives AND NOT "say ""hi""")') == [("live",), ("sai", "hi")]
     assert occurrences(["a", "b", "a", "b"], ("a", "b")) == 2
     assert occurrences(["a", "b", "a"], ("b",)) == 1
+
+
+def test_an_expression_of_phrases_joined_by_or_is_read_as_its_phrases() -> None:
+    assert any_phrase('"apple"') == ['"apple"']
+    assert any_phrase(' "say ""hi""" OR "user city"  OR "_" ') == ['"say ""hi"""', '"user city"']
+    for other in ('"apple" AND "pear"', "apple OR pear", '"a" OR', 'NEAR("a" "b")', ""):
+        assert any_phrase(other) is None
+
+
+async def test_a_words_newest_matches_are_read_in_the_indexs_order_without_a_sort(
+    tmp_path: Path,
+) -> None:
+    backend = await SqliteBackend.open(tmp_path / "n.db")
+    try:
+        await backend.commit([Put(record(f"k{n}", f"apple {n}")) for n in range(5)], [])
+    finally:
+        await backend.close()
+    sql, params = text_candidates(RecordQuery("ns", ALICE), 'text : "apple"', "key", 2)
+    with sqlite3.connect(tmp_path / "n.db") as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+        assert [row[0] for row in conn.execute(sql, params)] == ["k4", "k3"]
+    assert "TEMP B-TREE" not in plan
 
 
 def test_a_prefix_range_and_decoding_select_the_partitions_a_filter_names() -> None:
@@ -190,3 +216,42 @@ async def test_one_partition_alone_scores_as_fts5s_bm25(tmp_path: Path) -> None:
     assert len(hits) == len(expected) == 4
     for hit, score in hits:
         assert score == pytest.approx(expected[hit.key], rel=1e-12)
+
+
+#: Characters beyond ASCII that conversations hold: accented Latin letters, typographic
+#: quotes and dashes, Greek, CJK, an emoji, a combining accent and a private-use character.
+NON_ASCII = "éàüñøçÉÀß’“”—…άλφα中文😀\u0301\ue000"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=f"abcdeilmnorstuyzAZ09 .,'_-{NON_ASCII}", min_size=1, max_size=80))
+def test_the_tokenizer_is_the_indexs_own_on_text_beyond_ascii(text: str) -> None:
+    assert [tokens(text)] == fts5_tokens([text])
+
+
+def test_text_beyond_ascii_is_split_folded_and_stemmed_as_the_index_does() -> None:
+    texts = [
+        "I’m planning a trip to Zürich — café crawls, naïve résumés… and “fondue”!",
+        "Ærø’s ferries: 3½ hours; ΆΛΦΑ άλφα; 中文 words; 😀 emoji; e\u0301clair; \ue000x",
+    ]
+    assert [tokens(text) for text in texts] == fts5_tokens(texts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=f"abcdeilmnorstuyzAZ .,'_-{NON_ASCII}", min_size=1, max_size=80),
+    st.lists(
+        st.sampled_from(["cafe", "zurich", "alpha", "resume", "stair", "naive", "中文"]),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_only_the_words_that_may_match_are_stemmed_and_the_score_is_unchanged(
+    text: str, words: list[str]
+) -> None:
+    phrases = [tuple(tokens(word)) for word in words]
+    stats = TextStatistics(docs=50, tokens=400, frequencies=dict.fromkeys(phrases, 3))
+    pruned, every_word = PhraseScorer(phrases, stats), PhraseScorer(phrases, stats)
+    every_word._pattern = None  # stems every word of the text
+    length = len(tokens(text)) + 1
+    assert pruned.score(text, length) == every_word.score(text, length)

@@ -10,10 +10,11 @@ import pytest
 import engramdb
 from engramdb.core.errors import MigrationError, UnsupportedTargetError, ValidationError
 from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.storage.backend import EventQuery
 from engramdb.storage.migrations import Migration, pending
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.registry import split_target
-from engramdb.storage.rows import like_pattern, record_row, row_record, time_text
+from engramdb.storage.rows import event_read_sql, like_pattern, record_row, row_record, time_text
 from engramdb.storage.sqlite.queries import json_path, prefix_bounds, record_where
 
 
@@ -131,3 +132,17 @@ async def test_unknown_targets_are_typed_errors() -> None:
         await engramdb.open("redis://localhost")
     with pytest.raises(UnsupportedTargetError):
         await engramdb.open("sqlite://")
+
+
+def test_the_event_read_statement_orders_and_limits_for_each_driver() -> None:
+    where, params = "tenant = ?", ["acme"]
+    assert event_read_sql("SELECT * FROM events", where, params, EventQuery(), "?") == (
+        "SELECT * FROM events WHERE tenant = ? ORDER BY position ASC",
+        ["acme"],
+    )
+    newest = EventQuery(newest_first=True, limit=5)
+    assert event_read_sql("SELECT 1", "true", [], newest, "%s") == (
+        "SELECT 1 WHERE true ORDER BY position DESC LIMIT %s",
+        [5],
+    )
+    assert params == ["acme"]  # the caller's parameters are left as they were

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from engramdb.core.errors import (
     ValidationError,
 )
 from engramdb.core.intent import MemoryItem
+from engramdb.core.portal import ClosingView, Portal
 from engramdb.engine import EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.budget import Budget
@@ -229,6 +230,32 @@ def test_a_closed_engine_says_so(tmp_path: Path) -> None:
         mem.working.get("x")
     with pytest.raises(EngineClosedError):
         engram.stats()
+
+
+class _Unclosable:
+    async def close(self) -> None:
+        raise OSError("the socket is gone")
+
+
+class _UnclosableView(ClosingView[_Unclosable]):
+    def _closing(self) -> Callable[[], Awaitable[None]]:
+        return self.wrapped.close
+
+
+def test_a_view_that_fails_to_close_still_stops_its_own_thread() -> None:
+    before = threading.active_count()
+    owned = _UnclosableView(_Unclosable(), Portal())
+    with pytest.raises(OSError, match="gone"), owned:
+        pass
+    assert threading.active_count() == before
+    owned.close()  # its loop is stopped: nothing is left to close
+    lent = Portal()
+    try:
+        with pytest.raises(OSError, match="gone"):
+            _UnclosableView(_Unclosable(), lent, owns_portal=False).close()
+        assert not lent.closed  # a lent loop is its owner's to stop
+    finally:
+        lent.stop()
 
 
 def test_opening_a_bad_target_stops_the_thread(tmp_path: Path) -> None:

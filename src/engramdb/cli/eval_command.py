@@ -21,7 +21,7 @@ import typer
 from engramdb.cli import render
 from engramdb.cli.app import fail
 from engramdb.cli.progress import bars
-from engramdb.core.errors import EngramError, UsageError, ValidationError
+from engramdb.core.errors import EngramError, InvalidValueError, UsageError, ValidationError
 
 if TYPE_CHECKING:
     from engramdb.evaluation.datasets import Dataset
@@ -295,7 +295,7 @@ def parse_search_settings(pairs: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set {name} needs a {kind.__name__}, got {raw!r}") from exc
     try:
         SearchConfig(**settings)
-    except ValueError as exc:
+    except InvalidValueError as exc:
         raise UsageError(f"--set: {exc}") from exc
     return settings
 

@@ -91,6 +91,7 @@ def register(app: typer.Typer) -> None:
         share one PostgreSQL database."""
         import uvicorn
 
+        from engramdb.providers.files import files_root
         from engramdb.service.app import create_app
         from engramdb.service.settings import AuthMode, ServiceSettings
         from engramdb.service.workers import (
@@ -103,8 +104,10 @@ def register(app: typer.Typer) -> None:
 
         mode: AuthMode = "local" if auth is AuthChoice.local else "production"
         target = served_target(ctx, db)
-        files = settings_of(ctx, False).files
+        files = settings_of(ctx, False).files or None  # as every other command: "" keeps none
         try:
+            if files is not None:
+                files_root(files)  # a folder no file could be written under: refused here
             settings = ServiceSettings(
                 auth=mode,
                 jwt_secret=jwt_secret,

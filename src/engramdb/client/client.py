@@ -26,6 +26,7 @@ from engramdb.core.errors import (
     InvalidValueError,
     NotFoundError,
     PartialRecallWarning,
+    ValueTooLargeError,
     VersionConflictError,
 )
 from engramdb.core.intent import MemoryItem
@@ -147,6 +148,12 @@ class MemoryClient(IntentCalls):
                 response = await self._http.request(
                     method, target, content=content, headers=headers
                 )
+            except httpx.InvalidURL as exc:
+                # A query or path past what a URL may hold (64 KiB): the caller's value is
+                # too large, as the service would say of it in a body.
+                raise ValueTooLargeError(
+                    f"{method} {path[:200]}: the request URL cannot be sent: {exc}", field="url"
+                ) from exc
             except httpx.TransportError as exc:
                 if attempt == self.retries:
                     raise ServiceUnavailableError(

@@ -12,13 +12,13 @@ coroutine methods, so a method added to the async client is here at once::
 
 from __future__ import annotations
 
-from types import TracebackType
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self
 
 from engramdb.client.client import MemoryClient
 from engramdb.client.graph import GraphClient
 from engramdb.client.workflow import WorkflowState
-from engramdb.core.portal import Portal, SyncView, mirrored, view
+from engramdb.core.portal import ClosingView, Portal, SyncView, mirrored, view
 
 
 @mirrored(GraphClient)
@@ -31,7 +31,7 @@ class SyncGraphClient(SyncView[GraphClient]):
 
 
 @mirrored(MemoryClient, replaced=frozenset({"aclose"}))
-class SyncMemoryClient(SyncView[MemoryClient]):
+class SyncMemoryClient(ClosingView[MemoryClient]):
     """Blocking client of one Engram service for one identity; takes ``MemoryClient``'s
     arguments (``api_key=…``, ``tenant_id=…``, ``transport=…`` for an ``httpx`` transport).
     The graph endpoints are under ``graph``; ``close`` (or the ``with`` block) ends it."""
@@ -45,35 +45,17 @@ class SyncMemoryClient(SyncView[MemoryClient]):
     def __init__(self, base_url: str = "http://127.0.0.1:8000", **options: Any) -> None:
         client = MemoryClient(base_url, **options)  # a wrong argument fails before a thread starts
         super().__init__(client, Portal())
-        self._owns_portal = True
 
     @classmethod
     def over(cls, client: MemoryClient, portal: Portal) -> Self:
         """The blocking view of ``client`` on an existing ``portal``: the loop of an engine
         opened with ``open_sync``, whose app an ``ASGITransport`` serves in process."""
         made = cls.__new__(cls)
-        SyncView.__init__(made, client, portal)
-        made._owns_portal = False
+        ClosingView.__init__(made, client, portal, owns_portal=False)
         return made
 
-    def close(self) -> None:
-        """Close the connections, and the loop thread if this client started it."""
-        if self._portal.closed:
-            return
-        self._run(self.wrapped.aclose)
-        if self._owns_portal:
-            self._portal.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _closing(self) -> Callable[[], Awaitable[None]]:
+        return self.wrapped.aclose
 
 
 @mirrored(WorkflowState)

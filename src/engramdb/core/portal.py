@@ -10,6 +10,8 @@ object; and the one-line declarations a view consists of:
   async object, seen through its own view;
 - ``viewing(Async.method, SyncThing)``: a plain method that returns an async object, whose
   twin returns it seen through ``SyncThing``;
+- ``ClosingView``: the base of a view that owns what it wraps (the engine's, the REST
+  client's): ``close`` and the ``with`` block, written once;
 - ``@mirrored(Async)``: a class decorator that gives a view the ``blocking`` (or
   ``iterating``) twin of every public async method it does not declare, so that a method added
   to ``Async`` has its twin at once (the REST client's view, whose class grows with the API).
@@ -25,6 +27,7 @@ import functools
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from engramdb.core.errors import EngineClosedError, UsageError
@@ -140,6 +143,43 @@ class SyncView(Generic[W]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self.wrapped!r}>"
+
+
+class ClosingView(SyncView[W]):
+    """A blocking view that owns what it wraps (an engine, a client): ``close``, or leaving
+    its ``with`` block, closes the wrapped object on the portal and then stops the portal,
+    unless the portal was lent to it (``owns_portal=False``). The portal stops even when the
+    wrapped object fails to close, so no loop thread is left behind."""
+
+    def __init__(self, wrapped: W, portal: Portal, *, owns_portal: bool = True) -> None:
+        super().__init__(wrapped, portal)
+        self._owns_portal = owns_portal
+
+    def _closing(self) -> Callable[[], Awaitable[object]]:
+        """The wrapped object's own coroutine method that closes it."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the wrapped object, and the loop thread if this view started it; closing a
+        view whose loop is stopped does nothing."""
+        if self._portal.closed:
+            return
+        try:
+            self._run(self._closing())
+        finally:
+            if self._owns_portal:
+                self._portal.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 class _Twin:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engramdb.core.errors import EmbedderError
 from engramdb.index.embedder import (
     Embedder,
     FloatArray,
@@ -65,7 +64,7 @@ class _Lane:
     crowded: bool = False
 
 
-class BatchingEmbedder(WrappingEmbedder):
+class BatchingEmbedder(WrappingEmbedder[Embedder]):
     """An ``Embedder`` that embeds the texts of concurrent calls in one call of ``inner``.
 
     One call of ``inner`` runs at a time (per event loop): a local model has one worker
@@ -188,12 +187,7 @@ class BatchingEmbedder(WrappingEmbedder):
         texts = list(batch.rows)
         self._calls += 1
         try:
-            matrix = await self._inner.embed(texts)
-            if matrix.shape != (len(texts), self.dimensions):
-                raise EmbedderError(
-                    f"{self.model_id} returned shape {matrix.shape} for {len(texts)} texts",
-                    model_id=self.model_id,
-                )
+            matrix = await self._embed_inner(texts)
         except asyncio.CancelledError:
             # The loop is closing: the callers are being cancelled too.
             batch.result.cancel()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -108,27 +108,64 @@ class CacheInfo(NamedTuple):
     max_entries: int
 
 
-class WrappingEmbedder:
-    """Base of embedders that wrap another without changing its vectors: ``model_id`` and
-    ``dimensions`` are the wrapped embedder's, and ``embed_one`` is ``embed`` of one text."""
+class BatchEmbedder(Protocol):
+    """What a wrapping embedder needs of the embedder it wraps: ``Embedder`` without
+    ``embed_one``."""
 
-    def __init__(self, inner: Embedder) -> None:
+    @property
+    def model_id(self) -> str:
+        """Names the model and every setting that changes its vectors."""
+        ...
+
+    @property
+    def dimensions(self) -> int:
+        """Length of every vector."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Row ``i`` is the vector of ``texts[i]``."""
+        ...
+
+
+InnerT = TypeVar("InnerT", bound=BatchEmbedder)
+
+
+class WrappingEmbedder(Generic[InnerT]):
+    """Base of embedders that wrap another without changing its vectors: ``model_id`` and
+    ``dimensions`` are the wrapped embedder's, ``embed_one`` is ``embed`` of one text, and
+    ``_embed_inner`` asks the wrapped embedder and checks the shape of its answer."""
+
+    def __init__(self, inner: InnerT) -> None:
         self._inner = inner
 
     @property
-    def inner(self) -> Embedder:
+    def inner(self) -> InnerT:
         """The wrapped embedder."""
         return self._inner
 
     @property
     def model_id(self) -> str:
-        """The wrapped embedder's ``model_id``."""
+        """The wrapped embedder's ``model_id``: wrapping does not change vectors."""
         return self._inner.model_id
 
     @property
     def dimensions(self) -> int:
         """The wrapped embedder's ``dimensions``."""
         return self._inner.dimensions
+
+    async def _embed_inner(self, texts: list[str]) -> FloatArray:
+        """The wrapped embedder's rows of ``texts``.
+
+        Raises:
+            EmbedderError: they are not one row of ``dimensions`` per text.
+        """
+        matrix = await self._inner.embed(texts)
+        if matrix.shape != (len(texts), self.dimensions):
+            raise EmbedderError(
+                f"{self.model_id} returned shape {matrix.shape} for {len(texts)} texts",
+                model_id=self.model_id,
+            )
+        return matrix
 
     async def embed(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``; row ``i`` is the unit vector of ``texts[i]``."""
@@ -141,7 +178,7 @@ class WrappingEmbedder:
         return row
 
 
-class CachedEmbedder(WrappingEmbedder):
+class CachedEmbedder(WrappingEmbedder[Embedder]):
     """An ``Embedder`` that remembers the vectors of recently embedded texts.
 
     Keys are the exact texts; the least recently used entry is dropped once ``max_entries`` are
@@ -197,12 +234,7 @@ class CachedEmbedder(WrappingEmbedder):
             self._hits += 1
         if missing:
             fresh_texts = list(missing)
-            fresh = await self._inner.embed(fresh_texts)
-            if fresh.shape != (len(fresh_texts), self.dimensions):
-                raise EmbedderError(
-                    f"{self.model_id} returned shape {fresh.shape} for {len(fresh_texts)} texts",
-                    model_id=self.model_id,
-                )
+            fresh = await self._embed_inner(fresh_texts)
             for text, vector in zip(fresh_texts, fresh, strict=True):
                 rows = missing[text]
                 result[rows] = vector

@@ -17,12 +17,18 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from engramdb.core.errors import EmbedderError
-from engramdb.index.embedder import FloatArray, check_texts, empty_matrix
+from engramdb.index.embedder import (
+    BatchEmbedder,
+    FloatArray,
+    WrappingEmbedder,
+    check_texts,
+    empty_matrix,
+)
 
 _T = TypeVar("_T")
 _SCHEMA = """
@@ -39,25 +45,7 @@ _LOOKUP_CHUNK = 500
 _FLOAT32_LE = np.dtype("<f4")
 
 
-class BatchEmbedder(Protocol):
-    """What the cache needs of the embedder it wraps."""
-
-    @property
-    def model_id(self) -> str:
-        """Names the model and every setting that changes its vectors."""
-        ...
-
-    @property
-    def dimensions(self) -> int:
-        """Length of every vector."""
-        ...
-
-    async def embed(self, texts: Sequence[str]) -> FloatArray:
-        """Row ``i`` is the vector of ``texts[i]``."""
-        ...
-
-
-class PersistentEmbeddingCache:
+class PersistentEmbeddingCache(WrappingEmbedder[BatchEmbedder]):
     """An ``Embedder`` that asks ``inner`` only for texts it has never stored.
 
     Texts not in the file (each distinct text once) go to ``inner`` in batches of
@@ -74,7 +62,7 @@ class PersistentEmbeddingCache:
     def __init__(self, inner: BatchEmbedder, path: str | Path, *, batch_size: int = 1024) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        self._inner = inner
+        super().__init__(inner)
         self._path = Path(path)
         self._batch_size = batch_size
         self._connection: sqlite3.Connection | None = None
@@ -83,24 +71,9 @@ class PersistentEmbeddingCache:
         self._misses = 0
 
     @property
-    def inner(self) -> BatchEmbedder:
-        """The wrapped embedder."""
-        return self._inner
-
-    @property
     def path(self) -> Path:
         """The cache file."""
         return self._path
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped embedder's ``model_id``: caching does not change vectors."""
-        return self._inner.model_id
-
-    @property
-    def dimensions(self) -> int:
-        """The wrapped embedder's ``dimensions``."""
-        return self._inner.dimensions
 
     @property
     def hits(self) -> int:
@@ -142,12 +115,7 @@ class PersistentEmbeddingCache:
         pending = list(missing)
         for start in range(0, len(pending), self._batch_size):
             batch = pending[start : start + self._batch_size]
-            fresh = await self._inner.embed([wanted[missing[key][0]] for key in batch])
-            if fresh.shape != (len(batch), dimensions):
-                raise EmbedderError(
-                    f"{model_id} returned shape {fresh.shape} for {len(batch)} texts",
-                    model_id=model_id,
-                )
+            fresh = await self._embed_inner([wanted[missing[key][0]] for key in batch])
             fresh = np.asarray(fresh, dtype=np.float32)
             for key, vector in zip(batch, fresh, strict=True):
                 result[missing[key]] = vector
@@ -156,12 +124,6 @@ class PersistentEmbeddingCache:
                 functools.partial(self._store, model_id, dimensions, batch, fresh)
             )
         return result
-
-    async def embed_one(self, text: str) -> FloatArray:
-        """Embed one text through the cache; returns shape ``(dimensions,)``."""
-        matrix = await self.embed([text])
-        row: FloatArray = matrix[0]
-        return row
 
     async def aclose(self) -> None:
         """Close the cache file (later calls reopen it)."""

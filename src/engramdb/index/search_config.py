@@ -10,11 +10,16 @@ full-text query, and a 0.15 share for hits inside a time the question names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from typing import Literal
+
+from engramdb.core.errors import InvalidValueError
 
 SearchMode = Literal["hybrid", "bm25", "vector"]
 FusionMethod = Literal["rrf", "weighted"]
+#: The largest count a setting may hold: far past any store, and within a SQL ``LIMIT``.
+MAX_COUNT = 10**9
 
 
 @dataclass(frozen=True)
@@ -85,15 +90,41 @@ class SearchConfig:
     rerank_weight: float = 0.5
 
     def __post_init__(self) -> None:
+        for setting in fields(self):
+            _check_kind(setting.name, str(setting.type), getattr(self, setting.name))
         if self.mode not in ("hybrid", "bm25", "vector"):
-            raise ValueError(f"unknown search mode {self.mode!r}")
+            raise InvalidValueError(f"unknown search mode {self.mode!r}", field="mode")
         if self.fusion not in ("rrf", "weighted"):
-            raise ValueError(f"unknown fusion {self.fusion!r}")
+            raise InvalidValueError(f"unknown fusion {self.fusion!r}", field="fusion")
         if self.candidates < 1 or self.rrf_k < 1 or self.neighbours < 0:
-            raise ValueError("candidates and rrf_k must be positive, neighbours non-negative")
+            raise InvalidValueError(
+                "candidates and rrf_k must be positive, neighbours non-negative",
+                field="candidates",
+            )
         if self.max_scored_docs < 0 or self.part_candidates < 0 or self.rerank_candidates < 0:
-            raise ValueError(
-                "max_scored_docs, part_candidates and rerank_candidates must not be negative"
+            raise InvalidValueError(
+                "max_scored_docs, part_candidates and rerank_candidates must not be negative",
+                field="rerank_candidates",
             )
         if not 0.0 <= self.rerank_weight <= 1.0:
-            raise ValueError("rerank_weight must be between 0 and 1")
+            raise InvalidValueError("rerank_weight must be between 0 and 1", field="rerank_weight")
+
+
+def _check_kind(name: str, kind: str, value: object) -> None:
+    """Refuse a setting that is not of its declared kind: a flag that is not ``True`` or
+    ``False`` (``"no"`` would count as on), a count that is not a whole number up to
+    ``MAX_COUNT``, a number that is not finite (NaN would order every hit at random)."""
+    if kind == "bool":
+        fits, wanted = isinstance(value, bool), "True or False"
+    elif kind == "int":
+        fits = isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_COUNT
+        wanted = f"a whole number of at most {MAX_COUNT:,}"
+    elif kind == "float":
+        fits = (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+        wanted = "a finite number"
+    else:
+        return
+    if not fits:
+        raise InvalidValueError(f"SearchConfig.{name} must be {wanted}", field=name)

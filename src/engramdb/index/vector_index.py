@@ -2,7 +2,9 @@
 
 Small sets are searched exactly with one matrix-vector product; above ``ann_threshold``
 vectors an HNSW graph (hnswlib) answers instead. A record may also have part vectors (one per
-sentence): they are not searched, but kept to re-score candidates by their best vector. All of
+sentence): they are not searched, but kept to re-score candidates by their best vector. An
+index with ``lazy_parts`` knows only the part vectors it was given (a large partition's are
+read as its candidates need them): ``parts_unknown`` names the ids to fetch first. All of
 it is derived data: built from the stored vectors, updated as writes land, and thrown away
 without loss. ``load`` may start from a saved graph (``SavedGraph``, see ``graph_files``)
 instead of building one: the saved graph is checked against the stored vectors and brought
@@ -28,6 +30,8 @@ PartArray = npt.NDArray[np.float16]
 #: of the stored vectors, and it holds no more deleted elements than live ones; past that, a
 #: fresh build costs little more and gives a better graph.
 MAX_PATCH_SHARE = 0.5
+#: What a lazily loaded index keeps for a record known to have no part vectors.
+_NO_PARTS: PartArray = np.zeros((0, 0), dtype=np.float16)
 
 
 def best_of_blocks(rows: npt.ArrayLike, lengths: Sequence[int], query: FloatArray) -> FloatArray:
@@ -52,6 +56,12 @@ class VectorIndex:
         self._matrix = np.zeros((0, dimensions), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
         self._parts: dict[int, PartArray] = {}
+        #: Whether ids missing from ``_parts`` may have part vectors not read yet (otherwise
+        #: a missing id has none).
+        self.lazy_parts = False
+        #: Counts ``upsert`` and ``remove`` calls: part vectors read while it moved may be
+        #: older than the vectors held.
+        self.changes = 0
         self._ann: Any = None
         #: Counts the graph's changes; ``saved_version`` is the count its saved copy holds
         #: (``None``: no saved copy holds this graph).
@@ -142,6 +152,7 @@ class VectorIndex:
             return
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dimensions)
         self.remove(ids)
+        self.changes += 1
         if parts is not None:
             self.set_parts(ids, parts)
         start = len(self._ids)
@@ -161,18 +172,31 @@ class VectorIndex:
             if blob:
                 rows = np.frombuffer(blob, dtype="<f4").reshape(-1, self.dimensions)
                 self._parts[int(item)] = rows.astype(np.float16)
+            elif self.lazy_parts:
+                self._parts[int(item)] = _NO_PARTS
             else:
                 self._parts.pop(int(item), None)
 
+    def parts_unknown(self, ids: Sequence[int]) -> list[int]:
+        """Those of ``ids`` this index holds whose part vectors it has not been given yet
+        (always none unless ``lazy_parts``): ``set_parts`` them before ``best_similarities``."""
+        if not self.lazy_parts:
+            return []
+        return [int(i) for i in ids if int(i) in self._rows and int(i) not in self._parts]
+
     def best_similarities(self, ids: Sequence[int], query: FloatArray) -> dict[int, float]:
-        """For each of ``ids`` the index holds: the cosine similarity to ``query`` of its best
-        vector, whole-text or part."""
-        known = [int(item) for item in ids if int(item) in self._rows]
+        """For each of ``ids`` the index holds (with its part vectors known): the cosine
+        similarity to ``query`` of its best vector, whole-text or part."""
+        known = [
+            int(item)
+            for item in ids
+            if int(item) in self._rows and (not self.lazy_parts or int(item) in self._parts)
+        ]
         if not known:
             return {}
         query = np.asarray(query, dtype=np.float32).reshape(self.dimensions)
         rows = np.fromiter((self._rows[item] for item in known), dtype=np.int64, count=len(known))
-        with_parts = [n for n, item in enumerate(known) if item in self._parts]
+        with_parts = [n for n, item in enumerate(known) if len(self._parts.get(item, ()))]
         with one_blas_thread():
             best = self._matrix[rows] @ query
         if with_parts:
@@ -183,6 +207,7 @@ class VectorIndex:
 
     def remove(self, ids: Collection[int]) -> None:
         """Forget the vectors of ``ids`` (unknown ids are ignored)."""
+        self.changes += 1
         for item in ids:
             self._parts.pop(int(item), None)
             row = self._rows.pop(int(item), None)

@@ -271,10 +271,15 @@ class Indexer:
             return index, False
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
         patched = index.load(ids, matrix.astype(np.float32), saved)
-        parts = await self.backend.search.part_vectors(
-            RecordQuery(namespace, partition), self.model
-        )
-        index.set_parts(list(parts), list(parts.values()))
+        if index.uses_ann:
+            # A partition large enough for a graph re-scores a few dozen candidates a query:
+            # their part vectors are read when first needed, not every record's at once.
+            index.lazy_parts = True
+        else:
+            parts = await self.backend.search.part_vectors(
+                RecordQuery(namespace, partition), self.model
+            )
+            index.set_parts(list(parts), list(parts.values()))
         return index, index.uses_ann and not patched
 
     async def close(self) -> None:
@@ -620,6 +625,16 @@ class Indexer:
             # This process holds the partition's vectors, its parts included; what another
             # process wrote since the index loaded is read from the database.
             index = await self.vector_index(namespace, partition)
+            unknown = index.parts_unknown(candidates)
+            if unknown:
+                changes = index.changes
+                parts = await self.backend.search.part_vectors(
+                    RecordQuery(namespace, partition, ids=tuple(unknown)), self.model
+                )
+                # A write that reached the index meanwhile may have outdated what was read:
+                # then those candidates are scored from the database below instead.
+                if index.changes == changes:
+                    index.set_parts(unknown, [parts.get(i) for i in unknown])
             found = index.best_similarities(candidates, query)
             candidates = tuple(i for i in candidates if i not in found)
         if candidates:

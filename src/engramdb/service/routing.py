@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from fastapi.routing import APIRoute
+from starlette.convertors import Convertor, register_url_convertor
 
 from engramdb.core.validation import KEY_PATTERN
 from engramdb.orchestrator.resources import MAX_OFFSET
@@ -23,6 +24,24 @@ PlanPath = Annotated[str, Path(min_length=1, max_length=128, pattern=KEY_PATTERN
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
 #: A position in the event log (positions are 64-bit integers in every backend).
 Position = Annotated[int, Query(ge=0, le=2**62, description="Only events after this position")]
+
+
+class WholeNameConvertor(Convertor[str]):
+    """A path parameter (``{name:whole}``) that takes every character up to the route's next
+    literal part, slashes (``%2F``) and line breaks included: a name holding them reaches its
+    route and is refused there by its pattern, with the answer any other bad name gets,
+    instead of missing every route (a bare 404)."""
+
+    regex = "(?s:.+)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("whole", WholeNameConvertor())
 
 
 def area_router(prefix: str, tag: str) -> APIRouter:

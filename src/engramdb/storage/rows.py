@@ -14,6 +14,7 @@ from typing import Any
 from engramdb.core.events import EventEnvelope, ProducerRef, TraceContext
 from engramdb.core.scope import Scope
 from engramdb.core.validation import to_json
+from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import Record
 
 RECORD_COLUMNS = (
@@ -160,6 +161,19 @@ def event_row(event: EventEnvelope) -> tuple[Any, ...]:
         event.provider_id,
         to_json(event.payload, what="payload"),
     )
+
+
+def event_read_sql(
+    select: str, where: str, params: list[Any], query: EventQuery, placeholder: str
+) -> tuple[str, list[Any]]:
+    """The statement of ``EventStore.read`` and its parameters: ``select`` filtered by
+    ``where`` (with ``params``), in log order or newest first, at most ``query.limit`` rows;
+    ``placeholder`` is the driver's (``?``, ``%s``)."""
+    order = "DESC" if query.newest_first else "ASC"
+    sql = f"{select} WHERE {where} ORDER BY position {order}"
+    if query.limit is None:
+        return sql, params
+    return f"{sql} LIMIT {placeholder}", [*params, query.limit]
 
 
 def row_event(position: int, row: tuple[Any, ...]) -> EventEnvelope:

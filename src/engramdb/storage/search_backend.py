@@ -11,9 +11,20 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery
 
+#: How many of a word's records a one-partition full-text query scores at most, on every
+#: backend: its newest ones. A word fewer records hold (every word, in a partition of no more
+#: records than this) is scored in every one of them, exactly as without the bound; beyond it,
+#: a query costs the same however large the partition grows, and the word's document
+#: frequency is still the partition's.
+SCORED_PER_WORD = 1000
+
 
 class SearchBackend(Protocol):
     """Full-text hits, stored vectors and neighbouring turns; ranking happens above."""
+
+    #: How many of a word's newest records a one-partition full-text query scores at most
+    #: (``SCORED_PER_WORD`` unless set).
+    scored_per_word: int
 
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects matching the full-text expression ``match``, best first,

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from engramdb.core.portal import ClosingView
 from engramdb.core.scope import Scope
 from engramdb.engine import Engine, EngineConfig, ScopedMemory
 from engramdb.engine import open as open_async
 from engramdb.orchestrator.tenancy import Tenancy
-from engramdb.storage.backend import EventStore
+from engramdb.storage.backend import INDEX_BUILD_MEMORY_MB, EventStore
 from engramdb.sync.memory_types import (
     SyncConversationMemory,
     SyncEpisodicMemory,
@@ -103,7 +105,7 @@ class SyncScopedMemory(SyncView[ScopedMemory]):
         return SyncMemoryType(self.wrapped.memory_type(name), self._portal)
 
 
-class SyncEngine(SyncView[Engine]):
+class SyncEngine(ClosingView[Engine]):
     """Blocking view of an ``Engine``, from :func:`open_sync`. Close it (or use ``with``) to
     close the engine and stop the thread its loop runs on.
 
@@ -134,25 +136,21 @@ class SyncEngine(SyncView[Engine]):
     provider = viewing(Engine.provider, SyncEventSourcedProvider)
     file_provider = viewing(Engine.file_provider, SyncFileMemoryProvider)
 
-    def close(self) -> None:
-        """Close the engine (``Engine.close``) and stop its loop thread; idempotent."""
-        if self._portal.closed:
-            return
+    @contextmanager
+    def bulk_load(self, *, index_memory_mb: int = INDEX_BUILD_MEMORY_MB) -> Iterator[None]:
+        """Blocking twin of ``Engine.bulk_load``: vector indexes built once when it ends."""
+        loading = self.wrapped.bulk_load(index_memory_mb=index_memory_mb)
+        self._run(loading.__aenter__)
         try:
-            self._run(self.wrapped.close)
-        finally:
-            self._portal.stop()
+            yield
+        except BaseException as exc:
+            if not self._run(loading.__aexit__, type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            self._run(loading.__aexit__, None, None, None)
 
-    def __enter__(self) -> SyncEngine:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _closing(self) -> Callable[[], Awaitable[None]]:
+        return self.wrapped.close
 
 
 def open_sync(

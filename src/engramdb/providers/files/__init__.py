@@ -1,6 +1,7 @@
 """File-based (MemU-style) memory: one folder per scope, one markdown file per category.
 
-``FileMemoryProvider`` is the provider, ``FileStore`` the root folder its scopes share,
+``FileMemoryProvider`` is the provider, ``FileStore`` the root folder its scopes share
+(``files_root`` checks and makes it),
 ``RescanReport`` what ``rescan()`` took in from a person's edits.
 """
 
@@ -10,7 +11,7 @@ from engramdb.providers.files.provider import (
     FileMemoryProvider,
     RescanReport,
 )
-from engramdb.providers.files.store import DEFAULT_CATEGORIES, FILE_LEVELS, FileStore
+from engramdb.providers.files.store import DEFAULT_CATEGORIES, FILE_LEVELS, FileStore, files_root
 
 __all__ = [
     "DEFAULT_CATEGORIES",
@@ -20,4 +21,5 @@ __all__ = [
     "FileMemoryProvider",
     "FileStore",
     "RescanReport",
+    "files_root",
 ]

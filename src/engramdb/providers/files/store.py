@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from engramdb.core.errors import InvalidScopeError
+from engramdb.core.errors import InvalidScopeError, InvalidValueError
 from engramdb.core.scope import Level, Scope
 from engramdb.core.validation import validate_content_type
 from engramdb.providers.files.folder import Folder, open_folder
@@ -27,6 +27,38 @@ DEFAULT_CATEGORIES: tuple[str, ...] = ("activity", "profile", "event")
 FILE_LEVELS: tuple[Level, ...] = ("tenant", "user")
 USERS = "users"
 SHARED = "shared"
+#: The longest root a memory folder may have, in bytes (Linux's ``PATH_MAX``).
+MAX_ROOT_BYTES = 4096
+
+
+def files_root(root: object) -> Path:
+    """The absolute root folder of the memory files that ``root`` names, made if missing, so
+    that a root no file could be written under is refused when the engine opens, not at the
+    first write.
+
+    Raises:
+        InvalidValueError: ``root`` is not a path of text, is empty or longer than
+            ``MAX_ROOT_BYTES``, holds a NUL or a lone surrogate, or names something that is
+            not a folder and cannot be made one.
+    """
+    if not isinstance(root, str | os.PathLike):
+        raise InvalidValueError("files must be a folder path", field="files")
+    text = os.fspath(root)
+    if not isinstance(text, str):
+        raise InvalidValueError("files must be a folder path of text, not bytes", field="files")
+    problem = _root_problem(text)
+    if problem is not None:
+        raise InvalidValueError(f"the memory files folder {problem}", field="files")
+    path = Path(os.path.abspath(text))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file of that name, a file on the way, no permission, too long
+        raise InvalidValueError(
+            f"the memory files folder {text!r} is not a folder and cannot be made one: "
+            f"{exc.strerror}",
+            field="files",
+        ) from exc
+    return path
 
 
 def check_category(name: str) -> str:
@@ -35,11 +67,24 @@ def check_category(name: str) -> str:
     return check_component("category", name)
 
 
+def _root_problem(text: str) -> str | None:
+    """What makes ``text`` unfit to name the root folder, if anything."""
+    if not text:
+        return "is empty"
+    if "\x00" in text:
+        return "holds a NUL character"
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        return "is not UTF-8 text (a lone surrogate)"
+    return f"is longer than {MAX_ROOT_BYTES} bytes" if size > MAX_ROOT_BYTES else None
+
+
 class FileStore:
     """The root folder and the categories every scope's file provider uses."""
 
     def __init__(self, root: str | Path, categories: Sequence[str] = DEFAULT_CATEGORIES) -> None:
-        self.root = Path(os.path.abspath(root))
+        self.root = files_root(root)
         self.categories = tuple(dict.fromkeys(check_category(c) for c in categories))
         self._locks: dict[tuple[str, ...], asyncio.Lock] = {}
 

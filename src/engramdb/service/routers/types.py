@@ -6,7 +6,9 @@ process and ``engram memorize -t NAME`` on the command line.
 
 A name no type holds is 404 ``not_found`` (its details list the known ones), as is a memory-
 file category on a server that keeps no memory files; a name that cannot be a type's (not a
-lowercase identifier) is 422 before any lookup.
+lowercase identifier) is 422 before any lookup. That holds for a name with a slash too
+(``a%2Fb``, which the server decodes to ``a/b``): the name takes the whole path up to the
+operation (``{name:whole}``), so such a name is refused by its pattern, not by routing.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from engramdb.service.intent_models import (
 from engramdb.service.models import Items, WriteResult
 from engramdb.service.raw_reads import RawReads
 from engramdb.service.routers.intent import memory_type
-from engramdb.service.routing import area_router
+from engramdb.service.routing import area_router  # also registers ``{name:whole}``
 
 router = area_router("/v1/memory/types", "types")
 TypeName = Annotated[
@@ -73,7 +75,7 @@ async def list_types(caller: ReadCaller, engine: EngineDep) -> MemoryTypes:
 
 
 @router.post(
-    "/{name}/memorize",
+    "/{name:whole}/memorize",
     status_code=201,
     summary="Store a memory of a registered type",
     operation_id="types_memorize",
@@ -90,7 +92,7 @@ async def memorize(
 
 
 @router.get(
-    "/{name}/remember",
+    "/{name:whole}/remember",
     summary="Search the memories of a registered type",
     operation_id="types_remember",
 )
@@ -110,7 +112,9 @@ async def remember(
 
 
 @router.post(
-    "/{name}/forget", summary="Forget memories of a registered type", operation_id="types_forget"
+    "/{name:whole}/forget",
+    summary="Forget memories of a registered type",
+    operation_id="types_forget",
 )
 async def forget(
     name: TypeName, body: ForgetIn, caller: WriteCaller, engine: EngineDep
@@ -122,7 +126,7 @@ async def forget(
 
 
 @router.post(
-    "/{name}/summarize",
+    "/{name:whole}/summarize",
     summary="Summarize the memories of a registered type",
     operation_id="types_summarize",
 )
@@ -136,7 +140,7 @@ async def summarize(
 
 
 @router.get(
-    "/{name}/capacity",
+    "/{name:whole}/capacity",
     summary="Capacity of a registered memory type",
     operation_id="types_capacity",
 )

@@ -12,6 +12,7 @@ every tenant, reindexing) runs as ``engram_admin``; a login that is only a membe
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import psycopg
@@ -342,6 +343,11 @@ class PostgresBackend:
         context = context_for([*_scopes(ops), *(e.scope for e in events)])
         async with self._pool.pipelined(context) as (conn, pipeline):
             return await _apply(conn, pipeline, ops, events)
+
+    def bulk_load(self, index_memory_mb: int) -> AbstractAsyncContextManager[None]:
+        """While this runs, a model's first vectors in a table note its HNSW index instead of
+        creating it; each noted index is built from the full table when this ends."""
+        return self._indexes.deferring(index_memory_mb)
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None

@@ -22,7 +22,7 @@ from engramdb.storage.postgres.queries import (
     insert_events_sql,
 )
 from engramdb.storage.postgres.tenancy import ADMIN, context_for, tenant_uuid, user_uuid
-from engramdb.storage.rows import event_row, row_event
+from engramdb.storage.rows import event_read_sql, event_row, row_event
 
 #: Advisory lock keys: every write holds ``WRITERS`` shared (a rebuild holds it exclusively);
 #: ``EVENT_ORDER`` orders appends to the log.
@@ -101,12 +101,7 @@ class PostgresEventStore:
     async def read(self, query: EventQuery | None = None) -> list[EventEnvelope]:
         """Events matching ``query``, oldest first (every tenant's when it has no scope)."""
         q = query or EventQuery()
-        where, params = event_where(q)
-        order = "DESC" if q.newest_first else "ASC"
-        sql = f"{EVENT_SELECT} WHERE {where} ORDER BY position {order}"
-        if q.limit is not None:
-            sql += " LIMIT %s"
-            params.append(q.limit)
+        sql, params = event_read_sql(EVENT_SELECT, *event_where(q), q, "%s")
         async with self._pool.transaction(context_for([q.scope])) as conn:
             cursor = await conn.execute(sql, params)
             return [row_event(row[0], row[1:]) for row in await cursor.fetchall()]

@@ -23,6 +23,7 @@ from engramdb.storage.rows import (
     like_pattern,
     time_text,
 )
+from engramdb.storage.search_backend import SCORED_PER_WORD
 
 #: Scope level → column: the five scope columns of the shared record layout.
 LEVEL_COLUMNS: dict[Level, str] = dict(zip(LEVELS, RECORD_COLUMNS[1:6], strict=True))
@@ -268,11 +269,6 @@ PARTITION_WORD_KEYS = (
 PARTITION_WORD_MATCH = f"{PARTITION_WORDS} && %s::text[]"
 
 
-#: How many of a word's records a one-partition query scores at most: its newest ones. A word
-#: fewer records hold (every word, in a partition of no more records than this) is scored in
-#: every one of them, exactly as without the bound; beyond it, a query costs the same however
-#: large the partition grows, and the word's document frequency is the partition's.
-SCORED_PER_WORD = 1000
 #: A partition's own terms (``text_terms``, migration 0013); parameters: the tenant's id,
 #: then the partition's namespace and scope columns.
 _PARTITION_TERMS = "tenant_uuid = %s AND part_key = engram_partition_key(%s, %s, %s, %s, %s, %s)"

@@ -20,7 +20,6 @@ from engramdb.storage.postgres.queries import (
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
-    SCORED_PER_WORD,
     any_word,
     match_words,
     nearest_select,
@@ -38,6 +37,7 @@ from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant
 from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
+from engramdb.storage.search_backend import SCORED_PER_WORD
 
 #: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
 EDGE_VECTOR_MODELS = " UNION ".join(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -276,6 +277,10 @@ class SqliteBackend:
             )
 
         return await self._worker.run(fetch)
+
+    def bulk_load(self, index_memory_mb: int) -> AbstractAsyncContextManager[None]:
+        """Nothing to defer: the vector graphs live in the engine, not in the file."""
+        return nullcontext()
 
     async def close(self) -> None:
         """Close the database; idempotent."""

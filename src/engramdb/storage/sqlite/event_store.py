@@ -6,8 +6,8 @@ import sqlite3
 from collections.abc import AsyncIterator, Sequence
 
 from engramdb.core.events import EventEnvelope
-from engramdb.storage.backend import EventQuery
-from engramdb.storage.rows import event_row, row_event
+from engramdb.storage.backend import EventQuery, paged_events
+from engramdb.storage.rows import event_read_sql, event_row, row_event
 from engramdb.storage.sqlite.queries import EVENT_SELECT, INSERT_EVENT, event_where
 from engramdb.storage.sqlite.worker import SqliteWorker
 
@@ -35,12 +35,7 @@ class SqliteEventStore:
     async def read(self, query: EventQuery | None = None) -> list[EventEnvelope]:
         """Events matching ``query``, oldest first."""
         q = query or EventQuery()
-        where, params = event_where(q)
-        order = "DESC" if q.newest_first else "ASC"
-        sql = f"{EVENT_SELECT} WHERE {where} ORDER BY position {order}"
-        if q.limit is not None:
-            sql += " LIMIT ?"
-            params.append(q.limit)
+        sql, params = event_read_sql(EVENT_SELECT, *event_where(q), q, "?")
 
         def fetch(conn: sqlite3.Connection) -> list[EventEnvelope]:
             return [row_event(row[0], row[1:]) for row in conn.execute(sql, params)]
@@ -51,23 +46,8 @@ class SqliteEventStore:
         self, query: EventQuery | None = None, *, batch_size: int = 1000
     ) -> AsyncIterator[EventEnvelope]:
         """Matching events in log order, read in batches so memory stays bounded."""
-        q = query or EventQuery()
-        after, remaining = q.after, q.limit
-        while remaining is None or remaining > 0:
-            size = batch_size if remaining is None else min(batch_size, remaining)
-            batch = await self.read(
-                EventQuery(
-                    q.event_types, q.scope, q.provider_id, after=after, limit=size, key=q.key
-                )
-            )
-            for event in batch:
-                yield event
-            if len(batch) < size:
-                return
-            assert batch[-1].position is not None
-            after = batch[-1].position
-            if remaining is not None:
-                remaining -= len(batch)
+        async for event in paged_events(self.read, query, batch_size):
+            yield event
 
     async def last_position(self) -> int:
         """Position of the newest event (0 when empty)."""

@@ -217,18 +217,23 @@ def text_match(match: str, token: str | None) -> str:
     return f"part : {token} AND {expression}" if token else expression
 
 
-def text_candidates(query: RecordQuery, expression: str, columns: str) -> tuple[str, list[Any]]:
+def text_candidates(
+    query: RecordQuery, expression: str, columns: str, newest: int | None = None
+) -> tuple[str, list[Any]]:
     """``columns``, the text and FTS5's term counts (its ``docsize`` row) of every record
     ``query`` selects that matches the FTS5 ``expression`` (the index's matches drive the
-    join: the records are read by id)."""
+    join: the records are read by id); only the ``newest`` of them (highest ids) when given,
+    which the index walks to newest first and stops at."""
     where, params = record_where(query)
+    # The order is the index's own (it walks a term's records backwards), no sort.
+    tail = " ORDER BY hits.hit_id DESC LIMIT ?" if newest is not None else ""
     sql = (
         "WITH hits AS (SELECT rowid AS hit_id FROM records_fts WHERE records_fts MATCH ?) "
         f"SELECT {columns}, text, "
         "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id) "
-        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}"
+        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}{tail}"
     )
-    return sql, [expression, *params]
+    return sql, [expression, *params, *([newest] if newest is not None else [])]
 
 
 def _vectors_of(

@@ -13,6 +13,7 @@ from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
 from engramdb.storage.records import Record, RecordQuery, as_filter
 from engramdb.storage.rows import RECORD_SELECTED, row_record, time_text
+from engramdb.storage.search_backend import SCORED_PER_WORD
 from engramdb.storage.sqlite.event_store import insert_events
 from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
@@ -30,6 +31,7 @@ from engramdb.storage.sqlite.queries import (
 from engramdb.storage.sqlite.text_scores import (
     PhraseScorer,
     TextStatistics,
+    any_phrase,
     in_partitions,
     index_length,
     match_phrases,
@@ -49,11 +51,16 @@ class SqliteSearch:
 
     Full-text hits are every match of the FTS5 index within the partition searched (its
     token narrows the match: see ``partition.py``), scored by BM25 from the partition's own
-    statistics (``text_scores.py``): no other tenant's records move a score or the order.
+    statistics (``text_scores.py``): no other tenant's records move a score or the order. In
+    one partition, a word more than ``scored_per_word`` records hold is scored in its newest
+    ones only, as on PostgreSQL: the Python scoring then costs the same however large the
+    partition grows, and below the bound hits and scores are those of every match.
     """
 
     def __init__(self, worker: SqliteWorker) -> None:
         self._worker = worker
+        #: How many of a word's newest records a one-partition full-text query scores at most.
+        self.scored_per_word = SCORED_PER_WORD
 
     def vector_graph_folder(self) -> Path | None:
         """``<database>.vectors``, beside the database file (none for ``:memory:``)."""
@@ -88,11 +95,11 @@ class SqliteSearch:
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        sql, params = text_candidates(query, text_match(match, token), "id, key")
-        rows = conn.execute(sql, params).fetchall()
+        stats = self._statistics(conn, query, token, phrases)
+        rows = self._candidates(conn, query, match, token, stats)
         if not rows:
             return []
-        scorer = PhraseScorer(phrases, self._statistics(conn, query, token, phrases))
+        scorer = PhraseScorer(phrases, stats)
         scored = [
             ((hit_id, key), scorer.score(text, index_length(sizes)))
             for hit_id, key, text, sizes in rows
@@ -111,6 +118,38 @@ class SqliteSearch:
             )
         }
         return [(found[hit_id], score) for (hit_id, _), score in best]
+
+    def _candidates(
+        self,
+        conn: sqlite3.Connection,
+        query: RecordQuery,
+        match: str,
+        token: str | None,
+        stats: TextStatistics,
+    ) -> list[tuple[Any, ...]]:
+        """Id, key, text and ``docsize`` row of the records to score: every match, but in one
+        partition asked for any of some phrases, a phrase more than ``scored_per_word`` of
+        its records hold is scored in its newest ones only (walked backwards by the index)."""
+        phrases = any_phrase(match) if token is not None else None
+        bound = self.scored_per_word
+        common = [
+            phrase
+            for phrase in phrases or ()
+            if stats.frequencies.get(match_phrases(phrase)[0], 0) > bound
+        ]
+        if phrases is None or not common:
+            sql, params = text_candidates(query, text_match(match, token), "id, key")
+            return conn.execute(sql, params).fetchall()
+        # The rarer phrases' matches all at once (they are all scored), then each common one's.
+        rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
+        asked: list[tuple[str, int | None]] = [(rare, None)] if rare else []
+        asked += [(phrase, bound) for phrase in common]
+        rows: dict[int, tuple[Any, ...]] = {}
+        for expression, newest in asked:
+            sql, params = text_candidates(query, text_match(expression, token), "id, key", newest)
+            for row in conn.execute(sql, params):
+                rows.setdefault(row[0], row)
+        return list(rows.values())
 
     def _statistics(
         self,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from engramdb.core.scope import LEVELS, ScopeFilter
 from engramdb.storage.sqlite.partition import partition_token
-from engramdb.storage.sqlite.text_tokens import porter_stem, tokens
+from engramdb.storage.sqlite.text_tokens import folded_words, porter_stem, tokens
 
 K1 = 1.2
 B = 0.75
@@ -28,6 +28,9 @@ MIN_IDF = 1e-6
 #: A phrase of an FTS5 expression: a string (``""`` escapes a quote) or a bareword.
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"|([\w\x1a\u0080-\U0010ffff]+)(\s*:)?')
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_QUOTED = r'"(?:[^"]|"")*"'
+#: An expression that is nothing but quoted phrases joined by OR (as hybrid recall asks).
+_ANY_PHRASE = re.compile(rf"\s*{_QUOTED}(?:\s+OR\s+{_QUOTED})*\s*")
 _SEPARATOR = "\x1f"
 
 
@@ -42,6 +45,14 @@ def match_phrases(match: str) -> list[tuple[str, ...]]:
         if words:
             phrases.append(words)
     return phrases
+
+
+def any_phrase(match: str) -> list[str] | None:
+    """The quoted phrases of ``match`` when it finds the records holding any of them (phrases
+    joined by OR; those without a word are left out), else ``None``."""
+    if not _ANY_PHRASE.fullmatch(match):
+        return None
+    return [quoted for quoted in re.findall(_QUOTED, match) if match_phrases(quoted)]
 
 
 @dataclass(frozen=True)
@@ -87,17 +98,20 @@ def stem_prefix(term: str) -> str:
 class PhraseScorer:
     """BM25 of documents for one query's ``phrases`` under ``stats``.
 
-    An ASCII document's words are not all stemmed: one regular expression finds those that
-    may stem to a query term (``stem_prefix``), and only they are stemmed and counted; the
-    document's length is the index's own count (``records_fts_docsize``).
+    A document's words are not all stemmed: only those that may stem to a query term (an
+    ASCII word starting with a term's ``stem_prefix``, found in ASCII text by one regular
+    expression, or any word beyond ASCII) are stemmed and counted; the document's length is
+    the index's own count (``records_fts_docsize``).
     """
 
     def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
         self.phrases = list(phrases)
         self.idf = [stats.idf(phrase) for phrase in self.phrases]
+        self._weighted = list(zip(self.phrases, self.idf, strict=True))
         self.mean_length = stats.mean_length
         prefixes = {stem_prefix(p[0]) for p in self.phrases}
         self._pattern: re.Pattern[str] | None = None
+        self._prefixes = tuple(sorted(prefixes))
         # A phrase of several terms is matched in the whole term sequence, and a very short
         # prefix would find most words anyway: then every word is stemmed.
         if all(len(p) == 1 for p in self.phrases) and all(len(p) > 1 for p in prefixes):
@@ -108,14 +122,24 @@ class PhraseScorer:
         """``text``'s score (higher is better); ``length`` counts its terms as the index does
         (its partition word included)."""
         norm = K1 * (1 - B + B * length / self.mean_length)
-        if self._pattern is not None and text.isascii():
-            counts = Counter(map(porter_stem, self._pattern.findall(text.lower())))
+        if self._pattern is not None:
+            if text.isascii():
+                found = self._pattern.findall(text.lower())
+            else:
+                found = [
+                    w for w in folded_words(text) if w.startswith(self._prefixes) or not w.isascii()
+                ]
+            # Counted by hand: a Counter costs more than the few words that may match.
             terms: list[str] = []
+            counts: dict[str, int] = {}
+            for word in found:
+                term = porter_stem(word)
+                counts[term] = counts.get(term, 0) + 1
         else:
             terms = tokens(text)
             counts = Counter(terms)
         score = 0.0
-        for phrase, weight in zip(self.phrases, self.idf, strict=True):
+        for phrase, weight in self._weighted:
             tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)
             if tf:
                 score += weight * tf * (K1 + 1) / (tf + norm)
