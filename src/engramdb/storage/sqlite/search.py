@@ -139,16 +139,16 @@ class SqliteSearch:
         docs, tokens = conn.execute(
             f"SELECT total(docs), total(tokens) FROM text_stats WHERE part IN ({marks})", parts
         ).fetchone()
-        frequencies = {}
-        for phrase in dict.fromkeys(phrases):
-            if len(phrase) == 1:
-                (df,) = conn.execute(
-                    f"SELECT total(docs) FROM text_terms WHERE term = ? AND part IN ({marks})",
-                    [phrase[0], *parts],
-                ).fetchone()
-            else:
-                df = sum(self._phrase_count(conn, part, phrase) for part in parts)
-            frequencies[phrase] = int(df)
+        # Every single word's count in one statement: each statement run on the worker thread
+        # waits its turn for the interpreter again, behind the requests the event loop serves.
+        words = {phrase[0]: 0 for phrase in phrases if len(phrase) == 1}
+        words.update(_term_counts(conn, parts, list(words)))
+        frequencies = {
+            phrase: words[phrase[0]]
+            if len(phrase) == 1
+            else sum(self._phrase_count(conn, part, phrase) for part in parts)
+            for phrase in dict.fromkeys(phrases)
+        }
         return TextStatistics(int(docs), int(tokens), frequencies)
 
     @staticmethod
@@ -170,20 +170,19 @@ class SqliteSearch:
         token = partition_token(namespace, scope.columns())
 
         def fetch(conn: sqlite3.Connection) -> dict[str, int]:
-            found = {}
-            for term in terms:
-                phrases = match_phrases('"' + term.replace('"', '""') + '"')
-                if not phrases:
-                    found[term] = 0
-                elif len(phrases[0]) == 1:
-                    row = conn.execute(
-                        "SELECT docs FROM text_terms WHERE part = ? AND term = ?",
-                        (token, phrases[0][0]),
-                    ).fetchone()
-                    found[term] = int(row[0]) if row else 0
+            # A quoted term is one phrase of the index's terms (none for a term without words).
+            phrases = {term: match_phrases('"' + term.replace('"', '""') + '"') for term in terms}
+            words = [found[0][0] for found in phrases.values() if found and len(found[0]) == 1]
+            counts = _term_counts(conn, [token], words)
+            frequencies = {}
+            for term, found in phrases.items():
+                if not found:
+                    frequencies[term] = 0
+                elif len(found[0]) == 1:
+                    frequencies[term] = counts.get(found[0][0], 0)
                 else:
-                    found[term] = self._phrase_count(conn, token, phrases[0])
-            return found
+                    frequencies[term] = self._phrase_count(conn, token, found[0])
+            return frequencies
 
         return await self._worker.run(fetch)
 
@@ -327,3 +326,18 @@ class SqliteSearch:
             return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
         return await self._worker.run(fetch)
+
+
+def _term_counts(
+    conn: sqlite3.Connection, parts: Sequence[str], terms: Sequence[str]
+) -> dict[str, int]:
+    """How many records of the partitions ``parts`` hold each of ``terms`` (absent: none),
+    read from ``text_terms`` in one statement."""
+    if not parts or not terms:
+        return {}
+    rows = conn.execute(
+        f"SELECT term, total(docs) FROM text_terms WHERE part IN ({', '.join('?' * len(parts))}) "
+        f"AND term IN ({', '.join('?' * len(terms))}) GROUP BY term",
+        [*parts, *terms],
+    )
+    return {str(term): int(docs) for term, docs in rows}
