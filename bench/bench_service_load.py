@@ -12,6 +12,11 @@ After the run the server is stopped and the database opened directly: every writ
 service acknowledged must be stored (looked up by the id it returned), so the count of lost
 writes is measured, not assumed.
 
+The CPU seconds the server process (all its threads) and, with ``--postgres``, the database's
+own server processes spent during the run are read from ``/proc`` and reported per operation:
+on a machine shared with other work the operation count follows the share of the cores the
+run got, the CPU spent per operation much less so.
+
 Run by hand (not in CI)::
 
     python bench/bench_service_load.py --clients 8 --seconds 30
@@ -130,6 +135,49 @@ async def count_stored(db: str, logs: list[ClientLog]) -> dict[str, int]:
     return {"acknowledged": acked, "stored": stored, "lost": acked - stored}
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) process ``pid`` has used, 0 once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def database_pids(db: str) -> list[int]:
+    """The PostgreSQL server processes serving connections to ``db`` (none for SQLite)."""
+    if not db.startswith("postgresql://"):
+        return []
+    name = urlsplit(db).path.lstrip("/")
+    server = urlunsplit(urlsplit(db)._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchall()
+    return [int(pid) for (pid,) in rows]
+
+
+class CpuMeter:
+    """CPU seconds spent between ``start`` and ``stop`` by the server and its database."""
+
+    def __init__(self, server: int, db: str) -> None:
+        self.server, self.db = server, db
+        self.before: dict[int, float] = {}
+        self.spent = {"server": 0.0, "database": 0.0}
+
+    def _sample(self) -> dict[int, float]:
+        return {pid: cpu_seconds(pid) for pid in [self.server, *database_pids(self.db)]}
+
+    def start(self) -> None:
+        self.before = self._sample()
+
+    def stop(self) -> None:
+        for pid, spent in self._sample().items():
+            used = spent - self.before.get(pid, 0.0)
+            self.spent["server" if pid == self.server else "database"] += used
+
+
 @contextmanager
 def database(tmp: Path, postgres: str | None) -> Iterator[str]:
     """A fresh database: a SQLite file in ``tmp``, or a throwaway database on the PostgreSQL
@@ -181,7 +229,9 @@ async def bench(
     with tempfile.TemporaryDirectory() as tmp, database(Path(tmp), postgres) as db:
         port = free_port()
         server = start_server(db, Path(tmp), port, vectors, workers)
+        meter = CpuMeter(server.pid, db)
         try:
+            meter.start()
             started = time.monotonic()
             logs = await asyncio.gather(
                 *(
@@ -190,6 +240,7 @@ async def bench(
                 )
             )
             elapsed = time.monotonic() - started
+            meter.stop()
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -213,6 +264,11 @@ async def bench(
             **{kind: percentiles(samples) for kind, samples in sorted(merged.items())},
         },
         "counts": {kind: len(samples) for kind, samples in sorted(merged.items())},
+        "cpu_s": {kind: round(spent, 2) for kind, spent in meter.spent.items()},
+        "cpu_ms_per_op": {
+            kind: round(spent * 1e3 / max(1, len(everything)), 2)
+            for kind, spent in meter.spent.items()
+        },
         "errors": len(errors),
         "error_samples": errors[:5],
         "durability": durability,
@@ -233,6 +289,7 @@ def show(result: dict[str, Any]) -> None:
     console = Console()
     console.print(table)
     console.print(f"errors: {result['errors']}   durability: {result['durability']}")
+    console.print(f"CPU ms per operation: {result['cpu_ms_per_op']}")
 
 
 def main() -> None:

@@ -48,6 +48,7 @@ from engramdb.formation.types import Extractor, Turn
 from engramdb.orchestrator.plugin import record_item
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 from engramdb.providers.projection import ProjectionSpec
+from engramdb.providers.write_pauses import WritePauses
 from engramdb.storage.records import Op, Record, RecordQuery
 
 if TYPE_CHECKING:
@@ -109,18 +110,14 @@ class AutoFormation:
     ) -> None:
         self.engine = engine
         self.extractor = extractor
-        self.quiet_s = quiet_s
-        self.max_wait_s = max_wait_s
+        #: The formed writes under way, which formation waits for a pause in (a write whose
+        #: commit failed never ends: it is forgotten once writes pause for ``max_wait_s``).
+        self.pauses = WritePauses(quiet_s, max_wait_s)
         if not lease_s > 0:
             raise ValidationError("a formation lease lasts a positive number of seconds")
         self.lease_s = lease_s
         #: This engine's name in the leases it writes.
         self.holder = holder_name()
-        #: When a formed write last began or committed (``time.monotonic``).
-        self._last_write = 0.0
-        #: Formed writes begun and not yet committed (one whose commit failed is forgotten
-        #: once writes pause for ``max_wait_s``).
-        self._writing = 0
         #: When this engine last looked at every pending record (``time.monotonic``).
         self._swept = time.monotonic()
         #: The look again at records held by others, when their leases end.
@@ -155,8 +152,7 @@ class AutoFormation:
         # Noted before the commit: a key whose commit failed is simply never found.
         self._mine.add(key)
         # A write in flight is not a pause: formation keeps off its round trips.
-        self._last_write = time.monotonic()
-        self._writing += 1
+        self.pauses.began()
         request = WriteRequest(
             key=key,
             value={
@@ -171,8 +167,7 @@ class AutoFormation:
         """The turns are stored: their pending record is queued for forming."""
         if provider.provider_id not in FORMED_NAMESPACES or not records:
             return
-        self._last_write = time.monotonic()
-        self._writing = max(0, self._writing - 1)
+        self.pauses.ended()
         self._enqueue()
 
     # -- the background side -----------------------------------------------------------------
@@ -206,7 +201,7 @@ class AutoFormation:
     async def _run(self) -> None:
         try:
             while self._wake.is_set():
-                await self._quiet()
+                await self.pauses.pause()
                 self._wake.clear()
                 # While it writes, an engine also takes on what stopped engines left.
                 if self._all or time.monotonic() - self._swept >= self.lease_s:
@@ -217,7 +212,7 @@ class AutoFormation:
                     if pending.key not in self._failed:
                         # Each record waits for a pause of its own: a round started in one
                         # pause does not run on into the writes that follow it.
-                        await self._quiet()
+                        await self.pauses.pause()
                         await self._form_or_note(pending)
                     self._mine.discard(pending.key)
         except Exception as exc:
@@ -227,19 +222,6 @@ class AutoFormation:
         finally:
             # Anything still pending is formed on the next write or the next start.
             self._idle.set()
-
-    async def _quiet(self) -> None:
-        """Wait for a pause in the writes: none in flight and none for ``quiet_s`` (at most
-        ``max_wait_s``)."""
-        due = time.monotonic()
-        while (now := time.monotonic()) - due < self.max_wait_s:
-            idle = now - self._last_write
-            if idle >= self.max_wait_s:
-                self._writing = 0
-            if idle >= self.quiet_s and not self._writing:
-                return
-            wait = self.quiet_s - idle if idle < self.quiet_s else self.quiet_s
-            await asyncio.sleep(min(wait, self.max_wait_s - (now - due)))
 
     async def _form_or_note(self, pending: Record) -> None:
         """Form ``pending``; one that fails is logged and left pending, in the store, for the
@@ -286,7 +268,7 @@ class AutoFormation:
             _log.info("the claim on %s was not given up: %s", pending.key, exc)
 
     def _look_again_at(self, until: datetime) -> None:
-        delay = max(0.0, (until - utc_now()).total_seconds()) + self.quiet_s
+        delay = max(0.0, (until - utc_now()).total_seconds()) + self.pauses.quiet_s
         due = asyncio.get_running_loop().time() + delay
         if self._recheck is not None and self._recheck.when() <= due:
             return

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, MemoryDeleted, MemoryIndexed, new_id
 from engramdb.core.scope import LEVELS, Scope
 from engramdb.providers.projection import ProjectionSpec, plain_key_text
+from engramdb.providers.write_pauses import WritePauses
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Delete, Record, RecordQuery
 
@@ -86,13 +86,11 @@ class DeferredParts:
         self._embed = embed
         self._refresh = refresh
         self._model = model
-        self.quiet_s = quiet_s
-        self.max_wait_s = max_wait_s
+        #: The writes this engine has under way, which the parts wait for a pause in.
+        self.pauses = WritePauses(quiet_s, max_wait_s)
         self.batch = batch
         self._waiting: dict[tuple[str, Scope], list[PendingParts]] = {}
         self._lock = asyncio.Lock()
-        self._last_write = 0.0
-        self._writes = 0
         self._task: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -104,12 +102,8 @@ class DeferredParts:
     def writing(self) -> Iterator[None]:
         """Around a write's embedding and commit: parts wait while a write is under way (the
         model and the database writer are shared), so a write is never queued behind them."""
-        self._writes += 1
-        try:
+        with self.pauses.writing():
             yield
-        finally:
-            self._writes -= 1
-            self._last_write = time.monotonic()
 
     def marker_requests(
         self, spec: ProjectionSpec, records: Sequence[Record]
@@ -185,7 +179,7 @@ class DeferredParts:
     async def _run(self) -> None:
         try:
             while self._waiting:
-                await self._quiet()
+                await self.pauses.pause()
                 async with self._lock:
                     if not self._waiting:
                         break
@@ -201,15 +195,6 @@ class DeferredParts:
             # The store or the model cannot be used now: the pending records stay in the store,
             # computed on the next search of their partition or by the next engine to open it.
             _log.warning("deferred part vectors stopped: %s", _said(exc))
-
-    async def _quiet(self) -> None:
-        """Wait for a pause in the writes (at most ``max_wait_s``)."""
-        due = time.monotonic()
-        while (now := time.monotonic()) - due < self.max_wait_s:
-            idle = 0.0 if self._writes else now - self._last_write
-            if idle >= self.quiet_s:
-                return
-            await asyncio.sleep(min(self.quiet_s - idle, self.max_wait_s - (now - due)))
 
     async def _compute_all(self, items: Sequence[PendingParts]) -> None:
         for start in range(0, len(items), self.batch):

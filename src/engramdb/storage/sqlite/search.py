@@ -3,6 +3,7 @@ conversation's neighbouring turns. Ranking itself happens above, in pure functio
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
@@ -42,8 +43,8 @@ from engramdb.storage.sqlite.worker import SqliteWorker
 _PARTITION = (
     "namespace = ? AND tenant = ? AND user_id = ? AND agent = ? AND session = ? AND plan = ?"
 )
-#: The columns of a whole record, after id and key, for ``SqliteSearch._hits``.
-_WHOLE_RECORD = ", " + ", ".join(RECORD_SELECTED)
+#: The columns of a whole record, for ``SqliteSearch.text``.
+_WHOLE_RECORD = ", ".join(RECORD_SELECTED)
 
 
 class SqliteSearch:
@@ -70,54 +71,48 @@ class SqliteSearch:
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects that match the FTS5 expression ``match``, best first,
         with their BM25 scores (higher is better)."""
+        best = await self._scored(query, match, limit)
+        if not best:
+            return []
+        ids = [hit_id for hit_id, _ in best]
 
-        def fetch(conn: sqlite3.Connection) -> list[tuple[Record, float]]:
-            found = self._hits(conn, query, match, limit, _WHOLE_RECORD)
-            return [(row_record(row[2:]), score) for row, score in found]
+        def fetch(conn: sqlite3.Connection) -> dict[int, Record]:
+            # Whole records are read for the hits that make the cut only.
+            sql = (
+                f"SELECT id, {_WHOLE_RECORD} FROM records WHERE id IN ({', '.join('?' * len(ids))})"
+            )
+            return {int(row[0]): row_record(row[1:]) for row in conn.execute(sql, ids)}
 
-        return await self._worker.run(fetch)
+        found = await self._worker.run(fetch)
+        # A hit deleted since it was scored is no longer found.
+        return [(found[hit_id], score) for hit_id, score in best if hit_id in found]
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text`` without reading the records: their ids, best first, with their scores."""
+        return await self._scored(query, match, limit)
 
-        def fetch(conn: sqlite3.Connection) -> list[tuple[int, float]]:
-            found = self._hits(conn, query, match, limit, "")
-            return [(int(row[0]), score) for row, score in found]
+    async def _scored(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
+        """Ids of the records ``query`` selects that match ``match``, best first, with their
+        scores.
 
-        return await self._worker.run(fetch)
-
-    def _hits(
-        self, conn: sqlite3.Connection, query: RecordQuery, match: str, limit: int, columns: str
-    ) -> list[tuple[tuple[Any, ...], float]]:
-        """Rows of id, key and ``columns`` of the records ``query`` selects that match
-        ``match``, best first, with their scores."""
+        The worker thread reads the candidates and the statistics; they are scored on another
+        thread, so that the one thread every read and write of the store queues for (and its
+        commits) never waits for the Python scoring, nor for the interpreter it runs in."""
         phrases = match_phrases(match)
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
-        stats = self._statistics(conn, query, token, phrases)
-        rows = self._candidates(conn, query, match, token, stats)
-        if not rows:
+
+        def fetch(conn: sqlite3.Connection) -> tuple[list[Any], TextStatistics | None]:
+            # The statistics first: they say which words are common enough to be bounded.
+            stats = self._statistics(conn, query, token, phrases)
+            rows = self._candidates(conn, query, match, token, stats)
+            return rows, stats if rows else None
+
+        rows, stats = await self._worker.run(fetch)
+        if stats is None:
             return []
-        scorer = PhraseScorer(phrases, stats)
-        scored = [
-            ((hit_id, key), scorer.score(text, index_length(sizes)))
-            for hit_id, key, text, sizes in rows
-        ]
-        scored.sort(key=lambda hit: (-hit[1], hit[0][1]))
-        best = scored[:limit]
-        if not columns:
-            return best
-        # Whole records are read for the hits that make the cut only.
-        marks = ", ".join("?" * len(best))
-        found = {
-            row[0]: row
-            for row in conn.execute(
-                f"SELECT id, key{columns} FROM records WHERE id IN ({marks})",
-                [hit_id for (hit_id, _), _ in best],
-            )
-        }
-        return [(found[hit_id], score) for (hit_id, _), score in best]
+        return await asyncio.to_thread(_best, rows, PhraseScorer(phrases, stats), limit)
 
     def _candidates(
         self,
@@ -178,16 +173,16 @@ class SqliteSearch:
         docs, tokens = conn.execute(
             f"SELECT total(docs), total(tokens) FROM text_stats WHERE part IN ({marks})", parts
         ).fetchone()
-        frequencies = {}
-        for phrase in dict.fromkeys(phrases):
-            if len(phrase) == 1:
-                (df,) = conn.execute(
-                    f"SELECT total(docs) FROM text_terms WHERE term = ? AND part IN ({marks})",
-                    [phrase[0], *parts],
-                ).fetchone()
-            else:
-                df = sum(self._phrase_count(conn, part, phrase) for part in parts)
-            frequencies[phrase] = int(df)
+        # Every single word's count in one statement: each statement run on the worker thread
+        # waits its turn for the interpreter again, behind the requests the event loop serves.
+        words = {phrase[0]: 0 for phrase in phrases if len(phrase) == 1}
+        words.update(_term_counts(conn, parts, list(words)))
+        frequencies = {
+            phrase: words[phrase[0]]
+            if len(phrase) == 1
+            else sum(self._phrase_count(conn, part, phrase) for part in parts)
+            for phrase in dict.fromkeys(phrases)
+        }
         return TextStatistics(int(docs), int(tokens), frequencies)
 
     @staticmethod
@@ -209,20 +204,19 @@ class SqliteSearch:
         token = partition_token(namespace, scope.columns())
 
         def fetch(conn: sqlite3.Connection) -> dict[str, int]:
-            found = {}
-            for term in terms:
-                phrases = match_phrases('"' + term.replace('"', '""') + '"')
-                if not phrases:
-                    found[term] = 0
-                elif len(phrases[0]) == 1:
-                    row = conn.execute(
-                        "SELECT docs FROM text_terms WHERE part = ? AND term = ?",
-                        (token, phrases[0][0]),
-                    ).fetchone()
-                    found[term] = int(row[0]) if row else 0
+            # A quoted term is one phrase of the index's terms (none for a term without words).
+            phrases = {term: match_phrases('"' + term.replace('"', '""') + '"') for term in terms}
+            words = [found[0][0] for found in phrases.values() if found and len(found[0]) == 1]
+            counts = _term_counts(conn, [token], words)
+            frequencies = {}
+            for term, found in phrases.items():
+                if not found:
+                    frequencies[term] = 0
+                elif len(found[0]) == 1:
+                    frequencies[term] = counts.get(found[0][0], 0)
                 else:
-                    found[term] = self._phrase_count(conn, token, phrases[0])
-            return found
+                    frequencies[term] = self._phrase_count(conn, token, found[0])
+            return frequencies
 
         return await self._worker.run(fetch)
 
@@ -366,3 +360,29 @@ class SqliteSearch:
             return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
         return await self._worker.run(fetch)
+
+
+def _term_counts(
+    conn: sqlite3.Connection, parts: Sequence[str], terms: Sequence[str]
+) -> dict[str, int]:
+    """How many records of the partitions ``parts`` hold each of ``terms`` (absent: none),
+    read from ``text_terms`` in one statement."""
+    if not parts or not terms:
+        return {}
+    rows = conn.execute(
+        f"SELECT term, total(docs) FROM text_terms WHERE part IN ({', '.join('?' * len(parts))}) "
+        f"AND term IN ({', '.join('?' * len(terms))}) GROUP BY term",
+        [*parts, *terms],
+    )
+    return {str(term): int(docs) for term, docs in rows}
+
+
+def _best(rows: Sequence[Any], scorer: PhraseScorer, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best of the candidate ``rows`` (id, key, text, FTS5 docsize) by
+    ``scorer``, ties broken by key."""
+    scored = [
+        (int(hit_id), key, scorer.score(text, index_length(sizes)))
+        for hit_id, key, text, sizes in rows
+    ]
+    scored.sort(key=lambda hit: (-hit[2], hit[1]))
+    return [(hit_id, score) for hit_id, _, score in scored[:limit]]

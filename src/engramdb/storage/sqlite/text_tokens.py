@@ -214,14 +214,22 @@ def tokens(text: str) -> list[str]:
     return list(map(porter_stem, folded_words(text)))
 
 
+@lru_cache(maxsize=64)
+def _counted(text: str) -> tuple[str, int]:
+    """``text``'s distinct terms as a JSON array, and how many terms it holds: a trigger asks
+    for both of the same text, one after the other, and it is tokenized once."""
+    terms = tokens(text)
+    return json.dumps(sorted(set(terms))), len(terms)
+
+
 def _terms_json(text: object) -> str:
     """The distinct terms of ``text`` as a JSON array (for the write triggers)."""
-    return json.dumps(sorted(set(tokens(text))) if isinstance(text, str) else [])
+    return _counted(text)[0] if isinstance(text, str) else "[]"
 
 
 def _token_count(text: object) -> int:
     """How many terms ``text`` holds (for the write triggers)."""
-    return len(tokens(text)) if isinstance(text, str) else 0
+    return _counted(text)[1] if isinstance(text, str) else 0
 
 
 def register_text_functions(conn: sqlite3.Connection) -> None:

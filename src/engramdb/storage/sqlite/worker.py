@@ -5,16 +5,23 @@ SQLite allows anyway; so every call runs on a single dedicated thread, in submis
 Driver errors are translated to ``StorageError`` here, at the boundary. A write waits for
 another connection's write lock (another process's, say) up to ``busy_timeout_s``; only past
 that does it fail, with ``StorageBusyError``.
+
+Writes that queue while the thread is busy are committed together (group commit): each in a
+savepoint of one transaction, so each is still all or nothing and one that fails leaves the
+others be, and the one commit (one sync of the log to disk, under ``synchronous=FULL``) makes
+them all durable before any of their callers hears back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from engramdb.core.errors import EngineClosedError, StorageBusyError, StorageError
 from engramdb.storage.sqlite.text_tokens import register_text_functions
@@ -26,6 +33,34 @@ BUSY_TIMEOUT_S = 30.0
 
 
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+#: Most writes committed together: a long queue is committed in several groups.
+MAX_GROUP = 64
+
+
+class _QueuedWrite:
+    """A write waiting for the worker thread, and the future its caller awaits."""
+
+    __slots__ = ("fn", "future", "loop")
+
+    def __init__(
+        self, fn: Callable[[sqlite3.Connection], Any], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.fn = fn
+        self.loop = loop
+        self.future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(self, value: Any, failed: bool) -> None:
+        """Hand the outcome to the caller (from the worker thread)."""
+        self.loop.call_soon_threadsafe(_set_outcome, self.future, value, failed)
+
+
+def _set_outcome(future: asyncio.Future[Any], value: Any, failed: bool) -> None:
+    if future.cancelled():
+        return
+    if failed:
+        future.set_exception(value)
+    else:
+        future.set_result(value)
 
 
 class SqliteWorker:
@@ -44,6 +79,8 @@ class SqliteWorker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        #: Writes waiting for the worker thread (appended by the loop, taken by the thread).
+        self._writes: deque[_QueuedWrite] = deque()
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -74,37 +111,70 @@ class SqliteWorker:
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` on the worker thread (reads, or self-managed writes)."""
-        if self._closed or self._conn is None:
-            raise EngineClosedError("the SQLite backend is closed", path=self.path)
-        conn = self._conn
+        conn = self._open_connection()
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, fn, conn)
         except sqlite3.Error as exc:
-            # The primary result code (the low byte) of an extended one: BUSY_SNAPSHOT is BUSY.
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY:
-                raise StorageBusyError(
-                    f"the SQLite database {self.path} stayed locked by another connection for "
-                    f"{self.busy_timeout_s:g} s (a long rebuild or import?); nothing was written",
-                    path=self.path,
-                    waited_s=self.busy_timeout_s,
-                ) from exc
-            raise StorageError(f"SQLite error: {exc}", path=self.path) from exc
+            raise self._translated(exc) from exc
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` inside ``BEGIN IMMEDIATE … COMMIT``; any exception rolls it all back."""
+        """Run ``fn`` inside ``BEGIN IMMEDIATE … COMMIT``; any exception rolls back all it did
+        (and nothing else). Writes queued meanwhile share the transaction and its commit."""
+        self._open_connection()
+        queued = _QueuedWrite(fn, asyncio.get_running_loop())
+        self._writes.append(queued)
+        self._executor.submit(self._commit_queued)
+        try:
+            result: T = await queued.future
+        except sqlite3.Error as exc:
+            raise self._translated(exc) from exc
+        return result
 
-        def transaction(conn: sqlite3.Connection) -> T:
+    def _commit_queued(self) -> None:
+        """On the worker thread: commit the writes queued so far (none if an earlier call
+        took them), each in a savepoint of one transaction."""
+        group: list[_QueuedWrite] = []
+        while self._writes and len(group) < MAX_GROUP:
+            group.append(self._writes.popleft())
+        if not group:
+            return
+        conn = self._conn
+        alone = len(group) == 1
+        outcomes: list[tuple[Any, bool]] = []
+        try:
+            if conn is None:
+                raise EngineClosedError("the SQLite backend is closed", path=self.path)
             conn.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(conn)
+                for queued in group:
+                    outcomes.append(_in_savepoint(conn, queued.fn, alone))
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
-            return result
+        except BaseException as exc:
+            # Nothing of the group is stored: every caller hears why.
+            outcomes = [(exc, True)] * len(group)
+        for queued, (value, failed) in zip(group, outcomes, strict=True):
+            queued.settle(value, failed)
 
-        return await self.run(transaction)
+    def _open_connection(self) -> sqlite3.Connection:
+        if self._closed or self._conn is None:
+            raise EngineClosedError("the SQLite backend is closed", path=self.path)
+        return self._conn
+
+    def _translated(self, exc: sqlite3.Error) -> StorageError:
+        # The primary result code (the low byte) of an extended one: BUSY_SNAPSHOT is BUSY.
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY:
+            return StorageBusyError(
+                f"the SQLite database {self.path} stayed locked by another connection for "
+                f"{self.busy_timeout_s:g} s (a long rebuild or import?); nothing was written",
+                path=self.path,
+                waited_s=self.busy_timeout_s,
+            )
+        return StorageError(f"SQLite error: {exc}", path=self.path)
 
     async def close(self) -> None:
         """Close the connection and stop the thread; idempotent."""
@@ -116,3 +186,21 @@ class SqliteWorker:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._executor, conn.close)
         self._executor.shutdown(wait=True)
+
+
+def _in_savepoint(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], alone: bool
+) -> tuple[Any, bool]:
+    """``fn(conn)`` as one write of a group: its result, or the exception that undid all it
+    did (a write alone in its transaction needs no savepoint: a failure rolls it all back)."""
+    if alone:
+        return fn(conn), False
+    conn.execute("SAVEPOINT engram_write")
+    try:
+        result = fn(conn)
+    except Exception as exc:
+        conn.execute("ROLLBACK TO engram_write")
+        conn.execute("RELEASE engram_write")
+        return exc, True
+    conn.execute("RELEASE engram_write")
+    return result, False
