@@ -53,6 +53,13 @@ BACKENDS: dict[str, BackendFactory] = {
 }
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database of each backend as ``engramdb.open`` takes it: a SQLite file
+    (which several engines and connections can share) or a PostgreSQL URL."""
+    return str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     """Every storage backend, fresh."""

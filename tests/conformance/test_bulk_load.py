@@ -4,7 +4,6 @@ ranked as outside it; a bad memory setting is refused before anything is written
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,6 @@ from engramdb.core.errors import InvalidValueError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine
 from tests.helpers.crash import engine_config
-from tests.postgres.database import empty_database
 
 TEXTS = [
     "I moved to Lisbon in May and the light there is wonderful",
@@ -22,11 +20,6 @@ TEXTS = [
     "I work at Acme as a welder on the night shift",
     "The bakery on our street sells a great sourdough",
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,6 @@ from engramdb.providers.graph import GraphEntity
 from engramdb.providers.indexing import QUERY_PATIENCE_S
 from engramdb.storage.backend import EventQuery
 from tests.helpers.openai_server import FakeChatServer, fake, server
-from tests.postgres.database import empty_database
 
 __all__ = ["fake", "server"]  # fixtures used here
 
@@ -37,11 +35,6 @@ TEXTS = [
     "We adopted a beagle named Rex",
     "I work at Acme as a welder",
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return str(tmp_path / "engram.db") if request.param == "sqlite" else empty_database()
 
 
 def config(fake: FakeChatServer, retry: RetryPolicy = IMPATIENT) -> EngineConfig:

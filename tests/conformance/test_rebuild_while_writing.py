@@ -27,7 +27,7 @@ from engramdb.storage.backend import Backend, EventQuery, Fold
 from engramdb.storage.records import Delete, Op, Put, Record, RecordQuery
 from engramdb.storage.registry import open_backend
 from engramdb.storage.sqlite import SqliteBackend
-from tests.postgres.database import database_url, empty_database
+from tests.postgres.database import database_url
 
 SPEC = ProjectionSpec("ns")
 ALICE = Scope(tenant="acme", user="alice")
@@ -54,12 +54,6 @@ def put(envelope: EventEnvelope) -> Put:
 
 def deleted(key: str, scope: Scope = ALICE) -> EventEnvelope:
     return MemoryDeleted(key=key, provider_id="ns").to_envelope(scope=scope)
-
-
-@pytest.fixture(params=["sqlite-file", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database two connections can share, empty."""
-    return str(tmp_path / "shared.db") if request.param == "sqlite-file" else empty_database()
 
 
 def commit_elsewhere(url: str, ops: list[Op], events: list[EventEnvelope]) -> None:

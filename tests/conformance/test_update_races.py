@@ -24,15 +24,8 @@ from tests.helpers.races import (
     race_fields_over_http,
     race_update_and_delete,
 )
-from tests.postgres.database import empty_database
 
 NO_FAULTS = {"lost": 0, "duplicate_events": 0, "missing_events": 0, "resurrected": 0}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database of each backend."""
-    return str(tmp_path / "races.db") if request.param == "sqlite" else empty_database()
 
 
 @pytest.fixture
