@@ -119,7 +119,8 @@ async def test_exact_and_approximate_vector_search_agree(
 async def _uses_hnsw(model: str, dimensions: int) -> bool:
     sql, params = nearest_select(RecordQuery("ns", ALICE), model, dimensions, 2)
     async with await psycopg.AsyncConnection.connect(database_url()) as conn:
-        await conn.execute("SET enable_seqscan = off")
+        for knob in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            await conn.execute(f"SET {knob} = off")  # as ``prefer_index`` sets them
         probe = "[" + ",".join(["0.1"] * dimensions) + "]"
         cursor = await conn.execute(f"EXPLAIN {sql}", [probe, *params])
         plan = " ".join(str(row[0]) for row in await cursor.fetchall())

@@ -74,6 +74,10 @@ async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: st
     return int(row[0]) if row else 0
 
 
+#: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
+_EXACT_PLANS = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
+
+
 class PostgresSearch:
     """Candidate retrieval for hybrid recall, one pooled transaction per call."""
 
@@ -184,7 +188,8 @@ class PostgresSearch:
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
         reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
-            reads.append(Read("SET LOCAL enable_seqscan = off"))
+            # Off: scanning the table, or another index and sorting its rows by distance.
+            reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
         reads.append(Read(sql, [StoredVector(vector), *params]))
         async with self._pool.reads(context_for([query.scope])) as transaction:
             rows = (await transaction.run(reads, last=True))[-1]
