@@ -27,6 +27,7 @@ from engramdb.orchestrator.episodic import EPISODIC_SPEC, EpisodicMemory
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
 from tests.formation.auto_child import SCOPE, pet_name
+from tests.helpers.children import acknowledged, start_child, until_acknowledged
 from tests.helpers.ports import free_port
 from tests.helpers.processes import serving
 
@@ -249,12 +250,6 @@ async def check_formed_once(target: str, acknowledged: list[int]) -> None:
     assert set(formed.values()) == {1}
 
 
-def _acknowledged(acks: Path) -> list[int]:
-    if not acks.exists():
-        return []
-    return [int(line) for line in acks.read_text().splitlines() if line]
-
-
 @pytest.mark.reliability
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) -> None:
@@ -262,32 +257,28 @@ async def test_a_killed_process_loses_no_formation(kind: str, tmp_path: Path) ->
     acks, log = tmp_path / "acks", tmp_path / "child.log"
     chance = random.Random(os.environ.get("ENGRAM_TEST_SEED", str(time.time_ns())))
     left_pending = 0
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     for _ in range(KILLS):
-        done = _acknowledged(acks)
+        done = acknowledged(acks)
         first = done[-1] + 1 if done else 0
-        with log.open("ab") as sink:
-            child = await asyncio.create_subprocess_exec(
-                *(sys.executable, "-m", "tests.formation.auto_child"),
-                *(target, str(acks), str(first), str(CHILD_LEASE_S)),
-                cwd=ROOT,
-                env=env,
-                stderr=sink,
-            )
+        child = await start_child(
+            "tests.formation.auto_child", (target, str(acks), str(first), str(CHILD_LEASE_S)), log
+        )
         # Killed at a random moment once it writes: some turns acknowledged, some formed.
-        deadline = time.monotonic() + 60
-        while len(_acknowledged(acks)) <= len(done) + 3:
-            assert child.returncode is None, log.read_text()
-            assert time.monotonic() < deadline, "the child acknowledged nothing"
-            await asyncio.sleep(0.05)
+        await until_acknowledged(
+            {acks: len(done) + 4},
+            [child],
+            log,
+            seconds=60,
+            failure="the child acknowledged nothing",
+        )
         await asyncio.sleep(chance.uniform(0.0, 1.0))
         child.send_signal(signal.SIGKILL)
         await child.wait()
         async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
             left_pending += len(await pending(engine))
-    acknowledged = _acknowledged(acks)
-    assert len(acknowledged) > KILLS
-    await check_formed_once(target, acknowledged)
+    acked = acknowledged(acks)
+    assert len(acked) > KILLS
+    await check_formed_once(target, acked)
     # The kills came while formation was behind the writes: resuming was exercised.
     assert left_pending > 0
 

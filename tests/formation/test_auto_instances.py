@@ -9,7 +9,6 @@ import asyncio
 import os
 import random
 import signal
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,15 +29,14 @@ from tests.formation.auto_child import SCOPE, pet_name
 from tests.formation.test_auto import (
     AUTO,
     CHILD_LEASE_S,
-    ROOT,
     GatedRules,
-    _acknowledged,
     _target,
     all_formed,
     check_formed_once,
     facts,
     pending,
 )
+from tests.helpers.children import acknowledged, start_child, until_acknowledged
 
 #: Left-over turns, each with a fact of its own.
 LEFT_OVER = 8
@@ -182,7 +180,6 @@ async def test_two_formations_of_the_same_turns_at_once_write_each_fact_once(
 async def test_two_processes_killed_at_random_form_each_turn_once(tmp_path: Path) -> None:
     target = _target("postgresql", tmp_path)
     chance = random.Random(os.environ.get("ENGRAM_TEST_SEED", str(time.time_ns())))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     # Two writers with turns of their own (far apart in number, so their pets differ).
     firsts = {"a": 0, "b": 100_000}
     acks = {name: tmp_path / f"acks-{name}" for name in firsts}
@@ -192,24 +189,22 @@ async def test_two_processes_killed_at_random_form_each_turn_once(tmp_path: Path
         children = {}
         before = {}
         for name, first in firsts.items():
-            done = _acknowledged(acks[name])
+            done = acknowledged(acks[name])
             before[name] = len(done)
             start = done[-1] + 1 if done else first
-            with log.open("ab") as sink:
-                children[name] = await asyncio.create_subprocess_exec(
-                    *(sys.executable, "-m", "tests.formation.auto_child"),
-                    *(target, str(acks[name]), str(start), str(CHILD_LEASE_S)),
-                    cwd=ROOT,
-                    env=env,
-                    stderr=sink,
-                )
+            children[name] = await start_child(
+                "tests.formation.auto_child",
+                (target, str(acks[name]), str(start), str(CHILD_LEASE_S)),
+                log,
+            )
         # Both write (and, as they start, both resume what the last round left) ...
-        deadline = time.monotonic() + 60
-        while any(len(_acknowledged(acks[n])) <= before[n] + 3 for n in firsts):
-            for child in children.values():
-                assert child.returncode is None, log.read_text()
-            assert time.monotonic() < deadline, "a child acknowledged nothing"
-            await asyncio.sleep(0.05)
+        await until_acknowledged(
+            {acks[n]: before[n] + 4 for n in firsts},
+            list(children.values()),
+            log,
+            seconds=60,
+            failure="a child acknowledged nothing",
+        )
         # ... until each is killed at a moment of its own.
         for child in children.values():
             await asyncio.sleep(chance.uniform(0.0, 0.8))
@@ -218,9 +213,9 @@ async def test_two_processes_killed_at_random_form_each_turn_once(tmp_path: Path
             await child.wait()
         async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
             left_pending += len(await pending(engine))
-    acknowledged = [n for name in firsts for n in _acknowledged(acks[name])]
-    assert len(acknowledged) > 2 * ROUNDS
-    await check_formed_once(target, acknowledged)
+    acked = [n for name in firsts for n in acknowledged(acks[name])]
+    assert len(acked) > 2 * ROUNDS
+    await check_formed_once(target, acked)
     assert left_pending > 0
 
 

@@ -4,11 +4,7 @@ they been computed inside the write."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,34 +15,21 @@ from engramdb.index import MiniLMEmbedder
 from engramdb.orchestrator.episodic import EPISODIC_SPEC
 from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.storage.records import RecordQuery
+from tests.helpers.children import acknowledged, start_child, until_acknowledged
 from tests.reliability.parts_child import SCOPE
 
-ROOT = Path(__file__).resolve().parents[2]
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
 
 
-def _acknowledged(acks: Path) -> list[int]:
-    return [int(line) for line in acks.read_text().splitlines() if line] if acks.exists() else []
-
-
-def _said(log: Path) -> str:
-    return log.read_text()
-
-
 async def _killed_after_acknowledging(target: str, acks: Path, log: Path, count: int) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    with log.open("ab") as sink:
-        child = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "tests.reliability.parts_child", target, str(acks), "0"),
-            cwd=ROOT,
-            env=env,
-            stderr=sink,
-        )
-    deadline = time.monotonic() + 120
-    while len(_acknowledged(acks)) < count:
-        assert child.returncode is None, _said(log)
-        assert time.monotonic() < deadline, "the child acknowledged too little"
-        await asyncio.sleep(0.05)
+    child = await start_child("tests.reliability.parts_child", (target, str(acks), "0"), log)
+    await until_acknowledged(
+        {acks: count},
+        [child],
+        log,
+        seconds=120,
+        failure="the child acknowledged too little",
+    )
     child.send_signal(signal.SIGKILL)
     await child.wait()
 
@@ -69,14 +52,14 @@ async def test_a_kill_after_the_acknowledgement_loses_no_part_vector(
 ) -> None:
     acks, log = tmp_path / "acks", tmp_path / "child.log"
     await _killed_after_acknowledging(target, acks, log, count=5)
-    acknowledged = _acknowledged(acks)
+    acked = acknowledged(acks)
     # Opened without a model: nothing is computed, what the kill left is seen as it is.
     async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
         stored = {r.metadata["n"] for r in await engine.backend.scan(EPISODES)}
         owed = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
         whole_only = await engine.backend.search.part_vectors(EPISODES, MiniLMEmbedder().model_id)
-    assert set(acknowledged) <= stored
-    assert len(owed) >= len(acknowledged)
+    assert set(acked) <= stored
+    assert len(owed) >= len(acked)
     assert not whole_only
     async with engramdb.open(target) as engine:
         hits = await engine.scope(**SCOPE).episodic.remember("ticket number 14", limit=3)
