@@ -89,7 +89,13 @@ from engramdb.providers.indexing import Indexer
 from engramdb.providers.projection import ProjectionSpec, record_entry
 from engramdb.providers.working import WorkingMemoryLimits, WorkingMemoryProvider, WorkingStore
 from engramdb.restore import append_export, count_rows
-from engramdb.storage.backend import INDEX_BUILD_MEMORY_MB, Backend, BackendStats, EventStore
+from engramdb.storage.backend import (
+    INDEX_BUILD_MEMORY_MB,
+    MAX_INDEX_BUILD_MEMORY_MB,
+    Backend,
+    BackendStats,
+    EventStore,
+)
 from engramdb.storage.records import RecordQuery
 from engramdb.storage.registry import open_backend
 
@@ -634,12 +640,19 @@ class Engine:
         :meth:`restore` does); writers of a table wait while its index is built at the end.
 
         Raises:
-            InvalidValueError: ``index_memory_mb`` is not a positive whole number.
+            InvalidValueError: ``index_memory_mb`` is not a whole number from 1 to
+                ``MAX_INDEX_BUILD_MEMORY_MB``.
         """
         memory = index_memory_mb
-        if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
+        if (
+            isinstance(memory, bool)
+            or not isinstance(memory, int)
+            or not 0 < memory <= MAX_INDEX_BUILD_MEMORY_MB
+        ):
             raise InvalidValueError(
-                f"index_memory_mb must be a positive whole number of megabytes, not {memory!r}",
+                # Not the value itself: an int of 5,000 digits has no printable repr.
+                "index_memory_mb must be a whole number of megabytes above 0 and at most "
+                f"{MAX_INDEX_BUILD_MEMORY_MB:,}",
                 field="index_memory_mb",
             )
         async with self.backend.bulk_load(memory):

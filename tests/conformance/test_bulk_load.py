@@ -49,7 +49,10 @@ async def test_memories_loaded_in_bulk_are_found_and_ranked_as_written_one_by_on
     assert len(await ranked(engine, "bulk", "Lisbon")) >= 1
 
 
-@pytest.mark.parametrize("memory", [0, -1, True, 1.5, "2GB", None])
+@pytest.mark.parametrize(
+    "memory",
+    [0, -1, True, 1.5, "2GB", None, 2_097_152, pytest.param(10**5000, id="5001-digits")],
+)
 async def test_a_memory_setting_that_is_not_a_positive_whole_number_is_refused(
     engine: Engine, memory: object
 ) -> None:

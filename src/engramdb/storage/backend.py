@@ -143,6 +143,9 @@ class BackendStats:
 #: fits is built in memory, several times faster than one spilled to disk (a million
 #: 384-dimension vectors take about 2,300).
 INDEX_BUILD_MEMORY_MB = 1024
+#: The most a build may be given: PostgreSQL's ceiling for ``maintenance_work_mem``
+#: (2,147,483,647 kB).
+MAX_INDEX_BUILD_MEMORY_MB = 2_097_151
 
 
 @runtime_checkable
