@@ -54,9 +54,12 @@ _UPDATED = (
     "embedding_parts",
 )
 EVENT_SELECT = f"SELECT position, {', '.join(EVENT_COLUMNS)} FROM events"
-UPSERT_TENANT = "INSERT INTO tenants (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING"
+# No conflict target: the id derives from the name, so the name's unique key meets the same
+# row, and two first writes of a tenant racing from two processes must both pass (with a
+# target, the loser fails on the key that is not its target).
+UPSERT_TENANT = "INSERT INTO tenants (id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING"
 UPSERT_USER = (
-    "INSERT INTO users (id, tenant_uuid, username) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
+    "INSERT INTO users (id, tenant_uuid, username) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
 )
 #: BM25 parameters, as SQLite's FTS5 uses them.
 BM25_K1 = 1.2
