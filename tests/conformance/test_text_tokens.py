@@ -181,6 +181,8 @@ async def test_recall_finds_the_same_memories_on_every_backend(
         ("Café naïve ÉCOLE", ["cafe", "café", "naive", "ecole", "école"]),
         ("running runs a runner", ["run", "running", "runs", "runner"]),
         ("abc123 123abc don’t", ["abc123", "123abc", "don"]),
+        # "乹" is b"\xe4\xb9\xb9": FTS5's stemmer undoubles its last byte, cutting it.
+        ("ab乹乹ing notes", ["ab乹乹ing", "notes"]),
     ],
 )
 async def test_a_text_is_split_folded_and_stemmed_alike_on_every_backend(

@@ -55,9 +55,11 @@ def fts5_tokens(texts: list[str]) -> list[list[str]]:
     )
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
     conn.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", enumerate(texts))
+    # FTS5 stems bytes and may cut a character: read its terms as bytes.
+    conn.text_factory = bytes
     found: list[dict[int, str]] = [{} for _ in texts]
     for doc, term, offset in conn.execute("SELECT doc, term, offset FROM v"):
-        found[doc][offset] = term
+        found[doc][offset] = term.decode("utf-8", errors="replace")
     return [[terms[at] for at in sorted(terms)] for terms in found]
 
 
@@ -223,11 +225,6 @@ async def test_one_partition_alone_scores_as_fts5s_bm25(tmp_path: Path) -> None:
 NON_ASCII = "éàüñøçÉÀß’“”—…άλφα中文😀\u0301\ue000"
 
 
-@pytest.mark.xfail(
-    reason="known bug: porter_stem can cut a word beyond ASCII inside a character "
-    "(UnicodeDecodeError), found by this test; not yet fixed",
-    strict=False,
-)
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=f"abcdeilmnorstuyzAZ09 .,'_-{NON_ASCII}", min_size=1, max_size=80))
 def test_the_tokenizer_is_the_indexs_own_on_text_beyond_ascii(text: str) -> None:
@@ -238,6 +235,8 @@ def test_text_beyond_ascii_is_split_folded_and_stemmed_as_the_index_does() -> No
     texts = [
         "I’m planning a trip to Zürich — café crawls, naïve résumés… and “fondue”!",
         "Ærø’s ferries: 3½ hours; ΆΛΦΑ άλφα; 中文 words; 😀 emoji; e\u0301clair; \ue000x",
+        # Stemming undoubles a final byte pair and cuts these characters (FTS5 stems bytes).
+        "ab乹乹ing ab\ue000\ue000ing",
     ]
     assert [tokens(text) for text in texts] == fts5_tokens(texts)
 

@@ -168,7 +168,11 @@ def porter_stem(word: str) -> str:
         w = w[:-1]
     if len(w) > 1 and w.endswith(b"ll") and _m_gt1(w[:-1]):
         w = w[:-1]
-    return w.decode("utf-8")
+    # FTS5 stems bytes: undoubling a final "consonant" can drop the last byte of a character
+    # whose encoding ends in two equal bytes ("\ue000\ue000ing" -> b"\xee\x80\x80\xee\x80").
+    # The index keeps those bytes; here the cut character reads as U+FFFD, a key that stays
+    # valid text for the statistics tables.
+    return w.decode("utf-8", errors="replace")
 
 
 def _is_token_char(ch: str) -> bool:
