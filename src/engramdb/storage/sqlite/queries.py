@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from engramdb.core.errors import ValidationError
@@ -218,22 +219,36 @@ def text_match(match: str, token: str | None) -> str:
 
 
 def text_candidates(
-    query: RecordQuery, expression: str, columns: str, newest: int | None = None
+    query: RecordQuery,
+    expression: str,
+    columns: str,
+    newest: int | None = None,
+    terms: Sequence[str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """``columns``, the text and FTS5's term counts (its ``docsize`` row) of every record
+    """``columns``, FTS5's term counts (its ``docsize`` row) and the text of every record
     ``query`` selects that matches the FTS5 ``expression`` (the index's matches drive the
     join: the records are read by id); only the ``newest`` of them (highest ids) when given,
-    which the index walks to newest first and stops at."""
+    which the index walks to newest first and stops at. With ``terms``, the text is read only
+    for a record that has no ``text_counts`` row, and each term's count in the record follows
+    (``NULL``: the record does not hold it)."""
     where, params = record_where(query)
     # The order is the index's own (it walks a term's records backwards), no sort.
     tail = " ORDER BY hits.hit_id DESC LIMIT ?" if newest is not None else ""
+    text, counts, paths = "text", "", []
+    if terms is not None:
+        text = "CASE WHEN text_counts.record_id IS NULL THEN text END"
+        text += "".join(", json_extract(text_counts.counts, ?)" for _ in terms)
+        counts = " LEFT JOIN text_counts ON text_counts.record_id = hits.hit_id"
+        # Terms hold word characters only, never a quote.
+        paths = [f'$."{term}"' for term in terms]
     sql = (
         "WITH hits AS (SELECT rowid AS hit_id FROM records_fts WHERE records_fts MATCH ?) "
-        f"SELECT {columns}, text, "
-        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id) "
-        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}{tail}"
+        f"SELECT {columns}, "
+        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id), "
+        f"{text} FROM hits CROSS JOIN records ON records.id = hits.hit_id{counts} "
+        f"WHERE {where}{tail}"
     )
-    return sql, [expression, *params, *([newest] if newest is not None else [])]
+    return sql, [expression, *paths, *params, *([newest] if newest is not None else [])]
 
 
 def _vectors_of(
