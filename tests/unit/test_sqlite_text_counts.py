@@ -111,7 +111,7 @@ async def test_the_counts_are_read_in_the_indexs_order_without_a_sort(tmp_path: 
     finally:
         await backend.close()
     query = RecordQuery("ns", ALICE)
-    sql, params = text_candidates(query, 'text : "apple"', "key", 2, ["appl", "pear"])
+    sql, params = text_candidates(query, [('text : "apple"', 2)], "key", ["appl", "pear"])
     with sqlite3.connect(tmp_path / "n.db") as conn:
         plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
         rows = conn.execute(sql, params).fetchall()

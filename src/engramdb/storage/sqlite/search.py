@@ -137,21 +137,15 @@ class SqliteSearch:
             for phrase in phrases or ()
             if stats.frequencies.get(match_phrases(phrase)[0], 0) > bound
         ]
-        if phrases is None or not common:
-            sql, params = text_candidates(query, text_match(match, token), "id, key", None, words)
-            return conn.execute(sql, params).fetchall()
-        # The rarer phrases' matches all at once (they are all scored), then each common one's.
-        rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
-        asked: list[tuple[str, int | None]] = [(rare, None)] if rare else []
-        asked += [(phrase, bound) for phrase in common]
-        rows: dict[int, tuple[Any, ...]] = {}
-        for expression, newest in asked:
-            sql, params = text_candidates(
-                query, text_match(expression, token), "id, key", newest, words
-            )
-            for row in conn.execute(sql, params):
-                rows.setdefault(row[0], row)
-        return list(rows.values())
+        asked: list[tuple[str, int | None]] = [(match, None)]
+        if phrases is not None and common:
+            # The rarer phrases' matches all at once (all are scored), then each common one's.
+            rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
+            asked = [(rare, None)] if rare else []
+            asked += [(phrase, bound) for phrase in common]
+        expressions = [(text_match(expression, token), newest) for expression, newest in asked]
+        sql, params = text_candidates(query, expressions, "id, key", words)
+        return conn.execute(sql, params).fetchall()
 
     def _statistics(
         self,
