@@ -19,7 +19,7 @@ from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.queries import text_candidates
 from engramdb.storage.sqlite.schema import MIGRATIONS
 from engramdb.storage.sqlite.text_scores import PhraseScorer, TextStatistics, match_phrases
-from engramdb.storage.sqlite.text_tokens import tokens
+from engramdb.storage.sqlite.text_tokens import counts_pay, tokens
 from tests.unit.test_sqlite_text_scores import ALICE, BOB, NON_ASCII, record
 
 TEXTS = [
@@ -27,6 +27,7 @@ TEXTS = [
     "my sister lives in Lisbon and loves living there",
     "Café crawls in Zürich with my sister’s friends — naïve résumés",
     "nothing to see here",
+    "A long plan for the trip: " + "we are living in Lisbon with my sister, " * 20,
 ]
 MATCH = '"zanzibar" OR "sister" OR "living" OR "cafe" OR "resume"'
 
@@ -45,7 +46,12 @@ def stored_counts(path: Path) -> dict[str, dict[str, int]]:
 
 
 def counted(texts: dict[str, str]) -> dict[str, dict[str, int]]:
-    return {key: dict(Counter(tokens(text))) for key, text in texts.items()}
+    """The counts stored for ``texts``: those of the long ones and those beyond ASCII."""
+    return {key: dict(Counter(tokens(text))) for key, text in texts.items() if counts_pay(text)}
+
+
+def test_counts_are_kept_for_texts_long_or_beyond_ascii_only() -> None:
+    assert [counts_pay(text) for text in TEXTS] == [False, False, True, False, True]
 
 
 async def search(path: Path, match: str = MATCH) -> list[tuple[str, float]]:
@@ -68,8 +74,9 @@ async def test_the_counts_follow_puts_replaces_and_deletes(tmp_path: Path) -> No
     finally:
         await backend.close()
     assert stored_counts(path) == counted(
-        {"k0": "moved to Porto, Porto again", "k1": TEXTS[1], "k2": TEXTS[2]}
+        {"k0": "moved to Porto, Porto again", "k1": TEXTS[1], "k2": TEXTS[2], "k4": TEXTS[4]}
     )
+    assert set(stored_counts(path)) == {"k2", "k4"}
 
 
 async def write(path: Path) -> None:
@@ -94,20 +101,22 @@ async def test_a_file_from_before_the_counts_is_upgraded_in_place(
     assert stored_counts(old) == counted({f"k{n}": t for n, t in enumerate(TEXTS)})
 
 
-async def test_a_record_without_counts_is_scored_from_its_text(tmp_path: Path) -> None:
+async def test_scores_from_counts_are_those_from_the_text(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     await write(path)
     before = await search(path)
     with sqlite3.connect(path) as conn:
-        conn.execute("DELETE FROM text_counts WHERE record_id % 2 = 0")
+        conn.execute("DELETE FROM text_counts")
     assert await search(path) == before
-    assert len(before) == 3
+    assert len(before) == 4
 
 
 async def test_the_counts_are_read_in_the_indexs_order_without_a_sort(tmp_path: Path) -> None:
     backend = await SqliteBackend.open(tmp_path / "n.db")
     try:
-        await backend.commit([Put(record(f"k{n}", f"apple {n} apple")) for n in range(5)], [])
+        await backend.commit(
+            [Put(record(f"k{n}", f"apple {n} apple {'pie ' * 130}")) for n in range(5)], []
+        )
     finally:
         await backend.close()
     query = RecordQuery("ns", ALICE)

@@ -106,7 +106,7 @@ class PhraseScorer:
     """BM25 of documents for one query's ``phrases`` under ``stats``.
 
     A query of single words scores a document from its stored count of each (``words``,
-    ``score_counts``). Otherwise, or for a document without stored counts, its text is read:
+    ``score_counts``), if it has any (``counts_pay``). Otherwise its text is read:
     not all its words are stemmed, only those that may stem to a query term (an ASCII word
     starting with a term's ``stem_prefix``, found in ASCII text by one regular expression, or
     any word beyond ASCII) are stemmed and counted. The document's length is the index's own
