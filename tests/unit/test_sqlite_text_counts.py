@@ -147,3 +147,15 @@ def test_a_score_from_the_counts_is_the_score_from_the_text(text: str, words: li
     length = len(tokens(text)) + 1
     counts = Counter(tokens(text))
     assert scorer.score_counts(counts, length) == scorer.score(text, length)
+
+
+async def test_a_text_filter_beside_the_match_names_the_records_text(tmp_path: Path) -> None:
+    path = tmp_path / "f.db"
+    await write(path)
+    backend = await SqliteBackend.open(path)
+    try:
+        query = RecordQuery("ns", ALICE, text_any=("Lisbon",))
+        hits = await backend.search.text(query, MATCH, 10)
+    finally:
+        await backend.close()
+    assert sorted(hit.key for hit, _ in hits) == ["k1", "k4"]

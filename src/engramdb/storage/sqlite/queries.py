@@ -234,10 +234,13 @@ def text_candidates(
     matched, values = [], []
     for expression, newest in asked:
         # The order is the index's own (it walks a term's records backwards), no sort.
-        tail = " ORDER BY records_fts.rowid DESC LIMIT ?" if newest is not None else ""
+        tail = " ORDER BY found.hit_id DESC LIMIT ?" if newest is not None else ""
+        # The index's matches are a subquery of their own: its columns ("text", "part") would
+        # make the record columns the filter names ambiguous.
         matched.append(
-            "SELECT hit_id FROM (SELECT records.id AS hit_id FROM records_fts CROSS JOIN records "
-            f"ON records.id = records_fts.rowid WHERE records_fts MATCH ? AND {where}{tail})"
+            "SELECT hit_id FROM (SELECT found.hit_id FROM (SELECT rowid AS hit_id FROM records_fts "
+            "WHERE records_fts MATCH ?) AS found CROSS JOIN records ON records.id = found.hit_id "
+            f"WHERE {where}{tail})"
         )
         values += [expression, *params, *([newest] if newest is not None else [])]
     text, counts, paths = "text", "", []
