@@ -281,8 +281,10 @@ async def test_a_file_from_before_sentence_vectors_upgrades_and_reindexes(
         conn.execute("ALTER TABLE records DROP COLUMN version")
         for trigger in ("insert", "delete", "update"):
             conn.execute(f"DROP TRIGGER records_stats_{trigger}")
+            conn.execute(f"DROP TRIGGER records_counts_{trigger}")
         conn.execute("DROP TABLE text_stats")
         conn.execute("DROP TABLE text_terms")
+        conn.execute("DROP TABLE text_counts")
         conn.execute("DELETE FROM engram_migrations WHERE name >= '0006_part_vectors'")
     async with engramdb.open(db_path, config=config) as engine:
         mem = engine.scope(tenant="acme", user="alice")

@@ -120,7 +120,7 @@ async def test_a_words_newest_matches_are_read_in_the_indexs_order_without_a_sor
         await backend.commit([Put(record(f"k{n}", f"apple {n}")) for n in range(5)], [])
     finally:
         await backend.close()
-    sql, params = text_candidates(RecordQuery("ns", ALICE), 'text : "apple"', "key", 2)
+    sql, params = text_candidates(RecordQuery("ns", ALICE), [('text : "apple"', 2)], "key")
     with sqlite3.connect(tmp_path / "n.db") as conn:
         plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
         assert [row[0] for row in conn.execute(sql, params)] == ["k4", "k3"]

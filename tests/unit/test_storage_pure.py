@@ -112,6 +112,7 @@ async def test_migrations_are_recorded_and_a_newer_database_is_refused(tmp_path:
             "0007_record_versions",
             "0008_text_stats",
             "0009_text_terms",
+            "0010_text_counts",
         ]
         conn.execute("INSERT INTO engram_migrations VALUES ('9999_future', 'x')")
     with pytest.raises(MigrationError):

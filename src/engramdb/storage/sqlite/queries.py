@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from engramdb.core.errors import ValidationError
@@ -218,22 +219,44 @@ def text_match(match: str, token: str | None) -> str:
 
 
 def text_candidates(
-    query: RecordQuery, expression: str, columns: str, newest: int | None = None
+    query: RecordQuery,
+    asked: Sequence[tuple[str, int | None]],
+    columns: str,
+    terms: Sequence[str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """``columns``, the text and FTS5's term counts (its ``docsize`` row) of every record
-    ``query`` selects that matches the FTS5 ``expression`` (the index's matches drive the
-    join: the records are read by id); only the ``newest`` of them (highest ids) when given,
-    which the index walks to newest first and stops at."""
+    """``columns``, FTS5's term counts (its ``docsize`` row) and the text of every record
+    ``query`` selects that matches one of the FTS5 expressions ``asked``: of each, every
+    match, or only its ``newest`` (highest ids) when given, which the index walks to newest
+    first and stops at. With ``terms``, the text is read only for a record that has no
+    ``text_counts`` row, and each term's count in the record follows (``NULL``: the record
+    does not hold it)."""
     where, params = record_where(query)
-    # The order is the index's own (it walks a term's records backwards), no sort.
-    tail = " ORDER BY hits.hit_id DESC LIMIT ?" if newest is not None else ""
+    matched, values = [], []
+    for expression, newest in asked:
+        # The order is the index's own (it walks a term's records backwards), no sort.
+        tail = " ORDER BY found.hit_id DESC LIMIT ?" if newest is not None else ""
+        # The index's matches are a subquery of their own: its columns ("text", "part") would
+        # make the record columns the filter names ambiguous.
+        matched.append(
+            "SELECT hit_id FROM (SELECT found.hit_id FROM (SELECT rowid AS hit_id FROM records_fts "
+            "WHERE records_fts MATCH ?) AS found CROSS JOIN records ON records.id = found.hit_id "
+            f"WHERE {where}{tail})"
+        )
+        values += [expression, *params, *([newest] if newest is not None else [])]
+    text, counts, paths = "text", "", []
+    if terms is not None:
+        text = "CASE WHEN text_counts.record_id IS NULL THEN text END"
+        text += "".join(", json_extract(text_counts.counts, ?)" for _ in terms)
+        counts = " LEFT JOIN text_counts ON text_counts.record_id = hits.hit_id"
+        # Terms hold word characters only, never a quote.
+        paths = [f'$."{term}"' for term in terms]
+    # A record several expressions find is read (and its counts parsed) once.
     sql = (
-        "WITH hits AS (SELECT rowid AS hit_id FROM records_fts WHERE records_fts MATCH ?) "
-        f"SELECT {columns}, text, "
-        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id) "
-        f"FROM hits CROSS JOIN records ON records.id = hits.hit_id WHERE {where}{tail}"
+        f"WITH hits AS ({' UNION '.join(matched)}) SELECT {columns}, "
+        "(SELECT sz FROM records_fts_docsize WHERE records_fts_docsize.id = hits.hit_id), "
+        f"{text} FROM hits CROSS JOIN records ON records.id = hits.hit_id{counts}"
     )
-    return sql, [expression, *params, *([newest] if newest is not None else [])]
+    return sql, [*values, *paths]
 
 
 def _vectors_of(

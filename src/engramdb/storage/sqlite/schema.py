@@ -28,6 +28,9 @@ _REMOVE_TEXT = """
     AND term IN (SELECT value FROM json_each(engram_text_terms({r}.text)));
     DELETE FROM text_terms WHERE part = {r}.part AND docs <= 0
     AND term IN (SELECT value FROM json_each(engram_text_terms({r}.text)));"""
+# A record's term counts (``text_counts``), for a text whose counts pay (``counts_pay``).
+_PUT_COUNTS = """INSERT INTO text_counts (record_id, counts) SELECT new.id, counts
+                 FROM (SELECT engram_text_counts(new.text) AS counts) WHERE counts IS NOT NULL;"""
 #: Each partition's record count, term count and words afresh, from its records (the
 #: migration that adds them; ``regenerate_text_stats`` after a rebuild).
 _COUNT_TEXT = (
@@ -242,6 +245,29 @@ MIGRATIONS: tuple[Migration, ...] = (
                END""",
             "DELETE FROM text_stats",
             *_COUNT_TEXT,
+        ),
+    ),
+    Migration(
+        "0010_text_counts",
+        # Each long or non-ASCII record's term counts, kept by the writing transaction (which
+        # tokenizes its text once for ``text_terms`` already): BM25 reads a candidate's counts
+        # of the query's words instead of tokenizing its text again at every search.
+        (
+            "CREATE TABLE text_counts (record_id INTEGER PRIMARY KEY, counts TEXT NOT NULL)",
+            f"""CREATE TRIGGER records_counts_insert AFTER INSERT ON records BEGIN
+                 {_PUT_COUNTS}
+               END""",
+            """CREATE TRIGGER records_counts_delete AFTER DELETE ON records BEGIN
+                 DELETE FROM text_counts WHERE record_id = old.id;
+               END""",
+            f"""CREATE TRIGGER records_counts_update AFTER UPDATE OF id, text ON records
+               WHEN old.id IS NOT new.id OR old.text IS NOT new.text BEGIN
+                 DELETE FROM text_counts WHERE record_id = old.id;
+                 {_PUT_COUNTS}
+               END""",
+            "INSERT INTO text_counts (record_id, counts) SELECT id, counts "
+            "FROM (SELECT id, engram_text_counts(text) AS counts FROM records) "
+            "WHERE counts IS NOT NULL",
         ),
     ),
 )

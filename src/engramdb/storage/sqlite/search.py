@@ -37,6 +37,7 @@ from engramdb.storage.sqlite.text_scores import (
     index_length,
     match_phrases,
     partition_prefix,
+    single_words,
 )
 from engramdb.storage.sqlite.worker import SqliteWorker
 
@@ -102,11 +103,12 @@ class SqliteSearch:
         if limit <= 0 or not phrases:
             return []
         token = query_partition_token(query)
+        words = single_words(phrases)
 
         def fetch(conn: sqlite3.Connection) -> tuple[list[Any], TextStatistics | None]:
             # The statistics first: they say which words are common enough to be bounded.
             stats = self._statistics(conn, query, token, phrases)
-            rows = self._candidates(conn, query, match, token, stats)
+            rows = self._candidates(conn, query, match, token, stats, words)
             return rows, stats if rows else None
 
         rows, stats = await self._worker.run(fetch)
@@ -121,10 +123,13 @@ class SqliteSearch:
         match: str,
         token: str | None,
         stats: TextStatistics,
+        words: Sequence[str] | None,
     ) -> list[tuple[Any, ...]]:
-        """Id, key, text and ``docsize`` row of the records to score: every match, but in one
-        partition asked for any of some phrases, a phrase more than ``scored_per_word`` of
-        its records hold is scored in its newest ones only (walked backwards by the index)."""
+        """Id, key, ``docsize`` row and text of the records to score (with ``words``, their
+        stored counts of each instead of the text: see ``text_candidates``): every match, but
+        in one partition asked for any of some phrases, a phrase more than ``scored_per_word``
+        of its records hold is scored in its newest ones only (walked backwards by the
+        index)."""
         phrases = any_phrase(match) if token is not None else None
         bound = self.scored_per_word
         common = [
@@ -132,19 +137,15 @@ class SqliteSearch:
             for phrase in phrases or ()
             if stats.frequencies.get(match_phrases(phrase)[0], 0) > bound
         ]
-        if phrases is None or not common:
-            sql, params = text_candidates(query, text_match(match, token), "id, key")
-            return conn.execute(sql, params).fetchall()
-        # The rarer phrases' matches all at once (they are all scored), then each common one's.
-        rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
-        asked: list[tuple[str, int | None]] = [(rare, None)] if rare else []
-        asked += [(phrase, bound) for phrase in common]
-        rows: dict[int, tuple[Any, ...]] = {}
-        for expression, newest in asked:
-            sql, params = text_candidates(query, text_match(expression, token), "id, key", newest)
-            for row in conn.execute(sql, params):
-                rows.setdefault(row[0], row)
-        return list(rows.values())
+        asked: list[tuple[str, int | None]] = [(match, None)]
+        if phrases is not None and common:
+            # The rarer phrases' matches all at once (all are scored), then each common one's.
+            rare = " OR ".join(phrase for phrase in phrases if phrase not in common)
+            asked = [(rare, None)] if rare else []
+            asked += [(phrase, bound) for phrase in common]
+        expressions = [(text_match(expression, token), newest) for expression, newest in asked]
+        sql, params = text_candidates(query, expressions, "id, key", words)
+        return conn.execute(sql, params).fetchall()
 
     def _statistics(
         self,
@@ -378,11 +379,18 @@ def _term_counts(
 
 
 def _best(rows: Sequence[Any], scorer: PhraseScorer, limit: int) -> list[tuple[int, float]]:
-    """The ``limit`` best of the candidate ``rows`` (id, key, text, FTS5 docsize) by
-    ``scorer``, ties broken by key."""
-    scored = [
-        (int(hit_id), key, scorer.score(text, index_length(sizes)))
-        for hit_id, key, text, sizes in rows
-    ]
+    """The ``limit`` best of the candidate ``rows`` (id, key, FTS5 docsize, then the text, or
+    ``None`` and the stored count of each of ``scorer.words``) by ``scorer``, ties broken by
+    key."""
+    words = scorer.words or []
+    scored = []
+    for hit_id, key, sizes, text, *counts in rows:
+        length = index_length(sizes)
+        if text is None:
+            held = {word: n for word, n in zip(words, counts, strict=True) if n}
+            score = scorer.score_counts(held, length)
+        else:
+            score = scorer.score(text, length)
+        scored.append((int(hit_id), key, score))
     scored.sort(key=lambda hit: (-hit[2], hit[1]))
     return [(hit_id, score) for hit_id, _, score in scored[:limit]]

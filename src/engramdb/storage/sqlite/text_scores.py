@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engramdb.core.scope import LEVELS, ScopeFilter
@@ -95,13 +95,22 @@ def stem_prefix(term: str) -> str:
     return term[:-1] if term[-1:] in ("e", "i") or term.endswith("bl") else term
 
 
+def single_words(phrases: Sequence[tuple[str, ...]]) -> list[str] | None:
+    """The distinct words of ``phrases`` when each is one word, else ``None``."""
+    if all(len(phrase) == 1 for phrase in phrases):
+        return list(dict.fromkeys(phrase[0] for phrase in phrases))
+    return None
+
+
 class PhraseScorer:
     """BM25 of documents for one query's ``phrases`` under ``stats``.
 
-    A document's words are not all stemmed: only those that may stem to a query term (an
-    ASCII word starting with a term's ``stem_prefix``, found in ASCII text by one regular
-    expression, or any word beyond ASCII) are stemmed and counted; the document's length is
-    the index's own count (``records_fts_docsize``).
+    A query of single words scores a document from its stored count of each (``words``,
+    ``score_counts``), if it has any (``counts_pay``). Otherwise its text is read:
+    not all its words are stemmed, only those that may stem to a query term (an ASCII word
+    starting with a term's ``stem_prefix``, found in ASCII text by one regular expression, or
+    any word beyond ASCII) are stemmed and counted. The document's length is the index's own
+    count (``records_fts_docsize``).
     """
 
     def __init__(self, phrases: Sequence[tuple[str, ...]], stats: TextStatistics) -> None:
@@ -109,35 +118,45 @@ class PhraseScorer:
         self.idf = [stats.idf(phrase) for phrase in self.phrases]
         self._weighted = list(zip(self.phrases, self.idf, strict=True))
         self.mean_length = stats.mean_length
+        #: The query's distinct words, when every phrase is one word (else ``None``).
+        self.words = single_words(self.phrases)
         prefixes = {stem_prefix(p[0]) for p in self.phrases}
         self._pattern: re.Pattern[str] | None = None
         self._prefixes = tuple(sorted(prefixes))
         # A phrase of several terms is matched in the whole term sequence, and a very short
         # prefix would find most words anyway: then every word is stemmed.
-        if all(len(p) == 1 for p in self.phrases) and all(len(p) > 1 for p in prefixes):
+        if self.words is not None and all(len(p) > 1 for p in prefixes):
             alternatives = "|".join(sorted(prefixes, key=lambda p: (-len(p), p)))
             self._pattern = re.compile(rf"(?<![a-z0-9])(?:{alternatives})[a-z0-9]*")
 
     def score(self, text: str, length: int) -> float:
         """``text``'s score (higher is better); ``length`` counts its terms as the index does
         (its partition word included)."""
-        norm = K1 * (1 - B + B * length / self.mean_length)
-        if self._pattern is not None:
-            if text.isascii():
-                found = self._pattern.findall(text.lower())
-            else:
-                found = [
-                    w for w in folded_words(text) if w.startswith(self._prefixes) or not w.isascii()
-                ]
-            # Counted by hand: a Counter costs more than the few words that may match.
-            terms: list[str] = []
-            counts: dict[str, int] = {}
-            for word in found:
-                term = porter_stem(word)
-                counts[term] = counts.get(term, 0) + 1
-        else:
+        if self._pattern is None:
             terms = tokens(text)
-            counts = Counter(terms)
+            return self._total(Counter(terms), length, terms)
+        if text.isascii():
+            found = self._pattern.findall(text.lower())
+        else:
+            found = [
+                w for w in folded_words(text) if w.startswith(self._prefixes) or not w.isascii()
+            ]
+        # Counted by hand: a Counter costs more than the few words that may match.
+        counts: dict[str, int] = {}
+        for word in found:
+            term = porter_stem(word)
+            counts[term] = counts.get(term, 0) + 1
+        return self._total(counts, length, ())
+
+    def score_counts(self, counts: Mapping[str, int], length: int) -> float:
+        """The score of a document holding each of ``words`` ``counts`` times (absent: never)
+        and ``length`` terms as the index counts them; for a query of single words only."""
+        return self._total(counts, length, ())
+
+    def _total(self, counts: Mapping[str, int], length: int, terms: Sequence[str]) -> float:
+        """BM25 of a document of ``length`` terms from its ``counts`` of single words (and its
+        ``terms`` in order, for a phrase of several)."""
+        norm = K1 * (1 - B + B * length / self.mean_length)
         score = 0.0
         for phrase, weight in self._weighted:
             tf = counts.get(phrase[0], 0) if len(phrase) == 1 else occurrences(terms, phrase)

@@ -1,12 +1,13 @@
 """The full-text index's tokenizer in Python: ``porter unicode61 remove_diacritics 2``.
 
-A partition's own BM25 statistics (``text_stats``, ``text_terms``) are kept by the write
-triggers, which call ``engram_text_terms`` and ``engram_text_tokens``, functions registered on
-each connection (``register_text_functions``); the candidates FTS5 finds are scored from their
-words read the same way. SQLite does not expose FTS5's tokenizer to SQL, so it is rebuilt
-here: words are runs of letters, digits and private-use characters (a combining mark inside a
-word is part of it), folded to lower case (Latin letters without their diacritics), then
-Porter-stemmed as FTS5 stems them (only 3 to 64 bytes long; the steps below follow the
+A partition's own BM25 statistics (``text_stats``, ``text_terms``) and the term counts of
+each record whose text is costly to read again (``text_counts``: the candidates FTS5 finds are
+scored from them) are kept by the write triggers, which call ``engram_text_terms``,
+``engram_text_tokens`` and ``engram_text_counts``, functions registered on each connection
+(``register_text_functions``). SQLite does not expose FTS5's tokenizer to SQL, so it is
+rebuilt here: words are runs of letters, digits and private-use characters (a combining mark
+inside a word is part of it), folded to lower case (Latin letters without their diacritics),
+then Porter-stemmed as FTS5 stems them (only 3 to 64 bytes long; the steps below follow the
 original algorithm's rules in FTS5's order). For ASCII text this is FTS5's tokenization
 exactly; beyond ASCII, case folding and categories come from Python's Unicode tables, which
 may differ from SQLite's on rare characters (a word then scores as absent or counts apart,
@@ -19,6 +20,7 @@ import json
 import re
 import sqlite3
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -218,12 +220,27 @@ def tokens(text: str) -> list[str]:
     return list(map(porter_stem, folded_words(text)))
 
 
+#: An ASCII text up to this many characters is scored from itself as fast as from stored term
+#: counts (one regular expression finds the words that may match): it is given none.
+SCORED_FROM_TEXT = 500
+
+
+def counts_pay(text: str) -> bool:
+    """Whether ``text`` is scored faster from stored term counts than from itself: a long
+    text, or one beyond ASCII (whose words are folded one character at a time)."""
+    return len(text) > SCORED_FROM_TEXT or not text.isascii()
+
+
 @lru_cache(maxsize=64)
-def _counted(text: str) -> tuple[str, int]:
-    """``text``'s distinct terms as a JSON array, and how many terms it holds: a trigger asks
-    for both of the same text, one after the other, and it is tokenized once."""
+def _counted(text: str) -> tuple[str, int, str | None]:
+    """``text``'s distinct terms as a JSON array, how many terms it holds, and each term's
+    count as a JSON object when stored counts pay (``counts_pay``): a trigger asks for all of
+    the same text, one after the other, and it is tokenized once."""
     terms = tokens(text)
-    return json.dumps(sorted(set(terms))), len(terms)
+    counts = Counter(terms)
+    # Terms are word characters only: written unescaped, a JSON path finds them as they are.
+    counted = json.dumps(counts, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(sorted(counts)), len(terms), counted if counts_pay(text) else None
 
 
 def _terms_json(text: object) -> str:
@@ -236,8 +253,15 @@ def _token_count(text: object) -> int:
     return _counted(text)[1] if isinstance(text, str) else 0
 
 
+def _term_counts_json(text: object) -> str | None:
+    """How often ``text`` holds each of its terms, as a JSON object, when stored counts pay
+    (for the write triggers; else ``None``)."""
+    return _counted(text)[2] if isinstance(text, str) else None
+
+
 def register_text_functions(conn: sqlite3.Connection) -> None:
-    """Make the functions the ``text_terms`` triggers call known to ``conn``: every connection
-    that writes records needs them."""
+    """Make the functions the ``text_terms`` and ``text_counts`` triggers call known to
+    ``conn``: every connection that writes records needs them."""
     conn.create_function("engram_text_terms", 1, _terms_json, deterministic=True)
     conn.create_function("engram_text_tokens", 1, _token_count, deterministic=True)
+    conn.create_function("engram_text_counts", 1, _term_counts_json, deterministic=True)
