@@ -86,6 +86,10 @@ async def test_the_kept_terms_are_the_counted_ones(backend: PostgresBackend, url
     )
     ids = await backend.search.record_ids(RecordQuery("procedural", ACME_BOB))
     await backend.search.put_vectors("other-model", [(i, b"\x00" * 32) for i in ids], [])
+    # One statement replacing one record's words and keeping another's.
+    await backend.commit(
+        [fruit("workspace", GLOBEX, "a", 0), fruit("workspace", GLOBEX, "b", 4)], []
+    )
     await backend.commit(
         [Delete("plans", ACME_BOB, "a"), Delete("graph_entities", GLOBEX, "c")], []
     )

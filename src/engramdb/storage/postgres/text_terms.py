@@ -65,6 +65,69 @@ def _take(rows: str) -> tuple[str, str]:
     )
 
 
+def _take_postings(rows: str) -> str:
+    """Delete the postings of the records ``rows``, looked up by their whole key (the planner,
+    left to join the rows and their words as it likes, reads every posting of the partition
+    and filters them by record)."""
+    same = " AND ".join(f"t.{c} = d.{c}" for c in (*_TERM_KEY.split(", "), "record_id"))
+    return (
+        f"WITH d AS MATERIALIZED ({_postings(rows)}) "
+        f"DELETE FROM text_postings AS t USING d WHERE {same}"
+    )
+
+
+def _text_index_body(stats_add: Callable[[str], str], stats_take: Callable[[str], str]) -> str:
+    """One trigger function for a record table's whole full-text statistics (migration 0015):
+    the partition's counts first, then its postings and terms, as the two functions it
+    replaces ran (so that concurrent writers lock rows in one order)."""
+    moved = "(SELECT * FROM {side}_rows WHERE id = ANY(moved_ids)) AS moved"
+    taken = (stats_take(moved.format(side="old")), _take_postings(moved.format(side="old")))
+    added = (stats_add(moved.format(side="new")), *_add(moved.format(side="new")))
+    return f"""
+        DECLARE
+            moved_ids bigint[];
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                -- An upsert whose every row existed inserts none.
+                IF NOT EXISTS (SELECT FROM new_rows) THEN RETURN NULL; END IF;
+                {stats_add("new_rows")}; {"; ".join(_add("new_rows"))};
+            ELSIF TG_OP = 'DELETE' THEN
+                {stats_take("old_rows")}; {_take_postings("old_rows")}; {_take("old_rows")[1]};
+            ELSE
+                -- Most updates (a vector, a hide, a new version) keep a record's words and
+                -- partition: they cost one look at the rows.
+                SELECT array_agg(id) INTO moved_ids FROM {MOVED.format(side="o")};
+                IF moved_ids IS NULL THEN RETURN NULL; END IF;
+                {"; ".join(taken)}; {_take(moved.format(side="old"))[1]};
+                {"; ".join(added)};
+            END IF;
+            RETURN NULL;
+        END"""
+
+
+def text_index_schema(
+    tables: Sequence[str], stats_add: Callable[[str], str], stats_take: Callable[[str], str]
+) -> tuple[str, ...]:
+    """Migration 0015: the triggers of migrations 0012 (``text_stats``) and 0013 (terms and
+    postings) of ``tables`` become one, ``engram_text_index``, which returns at once for an
+    update that changes no record's words or partition, and deletes postings by their key.
+    ``stats_add(rows)`` and ``stats_take(rows)`` count records in and out of ``text_stats``."""
+    return (
+        *(
+            f"DROP TRIGGER {table}_{name}_{op} ON {table}"
+            for table in tables
+            for name in ("stats", "terms")
+            for op in ("insert", "delete", "update")
+        ),
+        "DROP FUNCTION engram_text_stats()",
+        "DROP FUNCTION engram_text_terms()",
+        f"""CREATE FUNCTION engram_text_index() RETURNS trigger LANGUAGE plpgsql
+        SECURITY DEFINER SET search_path = public, pg_temp AS
+        $${_text_index_body(stats_add, stats_take)}$$""",
+        *(s for table in tables for s in statement_triggers(table, "text", "engram_text_index")),
+    )
+
+
 def _trigger_body() -> str:
     taken = _take(MOVED.format(side="o"))
     added = _add(MOVED.format(side="n"))
