@@ -86,6 +86,10 @@ async def test_the_kept_terms_are_the_counted_ones(backend: PostgresBackend, url
     )
     ids = await backend.search.record_ids(RecordQuery("procedural", ACME_BOB))
     await backend.search.put_vectors("other-model", [(i, b"\x00" * 32) for i in ids], [])
+    # One statement replacing one record's words and keeping another's.
+    await backend.commit(
+        [fruit("workspace", GLOBEX, "a", 0), fruit("workspace", GLOBEX, "b", 4)], []
+    )
     await backend.commit(
         [Delete("plans", ACME_BOB, "a"), Delete("graph_entities", GLOBEX, "c")], []
     )
@@ -93,12 +97,40 @@ async def test_the_kept_terms_are_the_counted_ones(backend: PostgresBackend, url
     # A tenant's deletion takes its rows away with its records.
     assert await backend.delete_tenant("globex")
     assert_kept(url)
+    assert words_of(url, "globex") == (0, 0)
+
+
+def words_of(url: str, tenant: str) -> tuple[int, int]:
+    """How many terms and postings of ``tenant`` are stored."""
     with psycopg.connect(url) as conn:
-        left = conn.execute(
-            "SELECT count(*) FROM text_terms t JOIN tenants n ON n.id = "
-            "t.tenant_uuid WHERE n.name = 'globex'"
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM text_terms WHERE tenant_uuid = %(t)s), "
+            "(SELECT count(*) FROM text_postings WHERE tenant_uuid = %(t)s)",
+            {"t": tenant_uuid(tenant)},
         ).fetchone()
-    assert left == (0,)
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+async def test_a_deleted_tenant_leaves_no_words_even_miscounted_ones(
+    backend: PostgresBackend, url: str
+) -> None:
+    await backend.commit([fruit("episodic", GLOBEX, "a", 1)], [])
+    with psycopg.connect(url) as conn:
+        # Rows no record accounts for (as a bug in counting would leave) go with the tenant.
+        conn.execute(
+            "INSERT INTO text_terms (tenant_uuid, part_key, lexeme, user_uuid, docs) "
+            "VALUES (%s, 'stray:', 'stray', NULL, 3)",
+            (tenant_uuid("globex"),),
+        )
+        conn.execute(
+            "INSERT INTO text_postings (tenant_uuid, part_key, lexeme, record_id, user_uuid) "
+            "VALUES (%s, 'stray:', 'stray', -1, NULL)",
+            (tenant_uuid("globex"),),
+        )
+    assert words_of(url, "globex") > (1, 1)
+    assert await backend.delete_tenant("globex")
+    assert words_of(url, "globex") == (0, 0)
 
 
 async def test_a_rebuild_keeps_the_terms_of_what_it_stored(

@@ -174,16 +174,14 @@ def _statement(op: Op) -> tuple[str, Sequence[Any]]:
     raise TypeError(f"not a storage op: {op!r}")
 
 
-async def _apply(
-    conn: Connection,
-    pipeline: AsyncPipeline,
-    ops: Sequence[Op],
-    events: Sequence[EventEnvelope],
-) -> CommitResult:
-    """Queue every statement of ``ops`` and ``events`` on ``conn`` (in pipeline mode), then
-    read their results after one round trip. An op's result that fails the commit (a taken
-    key, an unexpected version) raises before the caller's transaction commits, so it rolls
-    back whatever was queued after it."""
+Queued = list[tuple[list[Put] | Op, Cursor]]
+
+
+async def _send(
+    conn: Connection, ops: Sequence[Op], events: Sequence[EventEnvelope]
+) -> tuple[Queued, list[Cursor]]:
+    """Queue every statement of ``ops`` and ``events`` on ``conn`` (in pipeline mode): each
+    run or op with its cursor, and the events' cursors."""
     await hold_writers(conn)
     await ensure_replicas(
         conn,
@@ -205,8 +203,20 @@ async def _apply(
         )
         for run in _runs(ops)
     ]
-    appended = await send_events(conn, events)
-    await pipeline.sync()
+    return sent, await send_events(conn, events)
+
+
+def _refusable(ops: Sequence[Op]) -> bool:
+    """Whether a result of ``ops`` may fail the commit (a create whose key is taken, a version
+    not the expected one): their results must be read before it commits."""
+    return any(isinstance(op, Expect) or (isinstance(op, Put) and op.if_absent) for op in ops)
+
+
+async def _results(
+    sent: Queued, appended: Sequence[Cursor], events: Sequence[EventEnvelope]
+) -> CommitResult:
+    """What the statements ``_send`` queued did, once their results are back. An op's result
+    that fails the commit (a taken key, an unexpected version) raises."""
     stored: list[Record] = []
     deleted = hidden = redacted = 0
     for run, cursor in sent:
@@ -228,6 +238,20 @@ async def _apply(
         hidden=hidden,
         redacted=redacted,
     )
+
+
+async def _apply(
+    conn: Connection,
+    pipeline: AsyncPipeline,
+    ops: Sequence[Op],
+    events: Sequence[EventEnvelope],
+) -> CommitResult:
+    """Queue every statement of ``ops`` and ``events`` on ``conn`` (in pipeline mode), then
+    read their results after one round trip, before the caller's transaction commits (so a
+    result that fails the commit rolls back whatever was queued after it)."""
+    sent, appended = await _send(conn, ops, events)
+    await pipeline.sync()
+    return await _results(sent, appended, events)
 
 
 def _locked_select(namespace: str) -> str:
@@ -341,6 +365,13 @@ class PostgresBackend:
                 table = table_for(op.record.namespace)
                 await self._indexes.ensure(table, op.model, dimensions_of(op.vector))
         context = context_for([*_scopes(ops), *(e.scope for e in events)])
+        if not _refusable(ops):
+            # No result can fail the commit: it goes in the statements' round trip.
+            return await self._pool.write_once(
+                context,
+                lambda conn: _send(conn, ops, events),
+                lambda sent: _results(*sent, events),
+            )
         async with self._pool.pipelined(context) as (conn, pipeline):
             return await _apply(conn, pipeline, ops, events)
 

@@ -13,10 +13,10 @@ last ones (on a busy machine every round trip waits for the server process to be
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
@@ -29,6 +29,8 @@ from engramdb.storage.postgres.vectors import register_vector
 
 Connection = AsyncConnection[tuple[Any, ...]]
 Cursor = AsyncCursor[tuple[Any, ...]]
+Sent = TypeVar("Sent")
+Done = TypeVar("Done")
 
 _ENTER = (
     "SELECT set_config('role', %s, true), set_config('app.current_tenant', %s, true), "
@@ -200,6 +202,28 @@ class PostgresPool:
         async with self._borrow() as conn, conn.pipeline() as pipeline, conn.transaction():
             await conn.execute(_ENTER, (context.role, tenant, user))
             yield conn, pipeline
+
+    async def write_once(
+        self,
+        context: Context,
+        send: Callable[[Connection], Awaitable[Sent]],
+        finish: Callable[[Sent], Awaitable[Done]],
+    ) -> Done:
+        """A write transaction as ``context`` in one round trip: ``send`` queues its
+        statements (in pipeline mode), the commit is queued after them, and ``finish`` reads
+        what ``send`` returned (its cursors) once every result is back. An error of any
+        statement rolls it all back. For writes no result of which may refuse the commit."""
+        tenant, user = context.settings()
+        async with self._borrow() as conn:
+            try:
+                async with conn.pipeline():
+                    await conn.execute(_ENTER, (context.role, tenant, user))
+                    sent = await send(conn)
+                    await conn.execute("COMMIT")
+                return await finish(sent)
+            finally:
+                if conn.info.transaction_status in _OPEN:
+                    await conn.rollback()
 
     @asynccontextmanager
     async def reads(self, context: Context, *, snapshot: bool = False) -> AsyncIterator[Reads]:

@@ -18,7 +18,12 @@ superuser bypasses it: services connect as a service login instead (see ``logins
 from __future__ import annotations
 
 from engramdb.storage.migrations import Migration
-from engramdb.storage.postgres.text_terms import MOVED, statement_triggers, text_terms_schema
+from engramdb.storage.postgres.text_terms import (
+    MOVED,
+    statement_triggers,
+    text_index_schema,
+    text_terms_schema,
+)
 
 SERVICE_ROLE = "engram_service"
 ADMIN_ROLE = "engram_admin"
@@ -470,4 +475,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             for table in RECORD_TABLES
         ),
     ),
+    # One trigger keeps a write's full-text statistics, and skips updates of other fields.
+    Migration("0015_text_index_trigger", text_index_schema(RECORD_TABLES, _stats_add, _stats_take)),
 )
