@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -123,6 +124,71 @@ class NativeVectorSearch(Protocol):
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector`` (float32 bytes), best first."""
+        ...
+
+
+@dataclass
+class BestVectorSets:
+    """What searches bring back beside their hits for ranking's sentence-vector pass: the
+    vector sets of ``model`` (whole-text vector, then part vectors, as float32 bytes) of each
+    search's ``best`` hits by score, then id, as ranking chooses them (``None``: the hit has
+    no vectors of ``model``), and the records a search read with them."""
+
+    model: str
+    best: int
+    sets: dict[int, bytes | None] = field(default_factory=dict)
+    records: dict[int, Record] = field(default_factory=dict)
+
+
+@runtime_checkable
+class SearchesWithVectorSets(Protocol):
+    """A backend whose full-text and nearest-vector searches read their best hits' vector
+    sets (and the nearest hits' records) in the same statement, so ranking reads none of
+    them again (for a database a round trip away)."""
+
+    async def text_with_sets(
+        self, query: RecordQuery, match: str, limit: int, found: BestVectorSets
+    ) -> list[tuple[Record, float]]:
+        """``text``'s hits; the best hits' vector sets go into ``found``."""
+        ...
+
+    async def nearest_with_sets(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestVectorSets
+    ) -> list[tuple[int, float]]:
+        """``nearest``'s hits (of ``found.model``); the best hits' vector sets and records
+        go into ``found``."""
+        ...
+
+
+@dataclass(frozen=True)
+class WordPruning:
+    """Which words of a full-text query hybrid recall leaves out as too common, by the
+    partition's own document frequencies: with at least ``min_docs`` records, those more than
+    ``max_term_share`` of them hold; then, while the words left would score more than
+    ``max_scored_docs`` documents (0: no limit), the most common one. The rarest word always
+    stays."""
+
+    max_term_share: float
+    min_docs: int
+    max_scored_docs: int
+
+
+@runtime_checkable
+class PrunesWordsInSearch(Protocol):
+    """A backend whose full-text search can leave out a query's too common words itself, in
+    the same statement (for a database a round trip away)."""
+
+    async def text_pruned(
+        self,
+        query: RecordQuery,
+        terms: Sequence[str],
+        rule: WordPruning,
+        limit: int,
+        found: BestVectorSets | None = None,
+    ) -> list[tuple[Record, float]] | None:
+        """``text``'s hits for the ``terms`` ``rule`` keeps in ``query``'s partition (with
+        ``found``, as ``text_with_sets``); ``None`` when it cannot tell which (the caller then
+        asks for the frequencies and searches)."""
         ...
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from engramdb.core.scope import LEVELS, Level, Scope, ScopeFilter
@@ -292,14 +293,14 @@ PARTITION_TERM_COUNTS = f"""
                  THEN coalesce(t.docs, 0) END
     FROM w LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexeme"""
 _HEAD = f"""
-        WITH lexemes AS (
+        WITH {{kept}}lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted
-            FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
+            FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words({{words}})))),
         stats AS (
             SELECT greatest(sum(docs), 1)::float8 AS docs,
                    greatest(sum(lexemes)::float8 / greatest(sum(docs), 1), 1) AS avgdl
             FROM text_stats WHERE {{partitions}}),"""
-_MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)"
+_MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', {{match}})"
 #: Document frequencies counted in the hits (all of them hold every record that has a word).
 _COUNTED_DF = "SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme"
 
@@ -312,10 +313,46 @@ def _bounded_df(bound: int) -> str:
             FROM tf JOIN terms USING (lexeme) GROUP BY lexeme, terms.docs"""
 
 
-def _bm25_tail(table: str, df: str) -> str:
+@dataclass(frozen=True)
+class VectorSets:
+    """Asks a search statement for the vector sets of its ``best`` hits (by score, then id,
+    as ranking orders them) of ``model``: each row then ends with the stored vector as
+    ``vector_send``, the part vectors, and whether the hit is among the best (a best hit
+    without vectors of ``model`` has both NULL; no vectors are read for the others)."""
+
+    model: str
+    best: int
+
+    def ranked(self, order: str) -> str:
+        """A ``best`` column: whether a row is among the best by ``order``."""
+        return f"row_number() OVER (ORDER BY {order}) <= {int(self.best)} AS best"
+
+    def of(self, ranked: str, table: str | None = None) -> str:
+        """The sets of record ``r``, a row of ``ranked`` (with ``best``), as a LATERAL
+        subquery ``sets`` (``sent``, ``parts``); given ``table``, ``r`` is read from it by
+        ``ranked``'s id, and ``sets`` goes on with its columns (``record_select_list``)."""
+        literal = self.model.replace("'", "''")
+        extra, source = "", ""
+        if table is not None:
+            extra = f", {record_select_list()}"
+            source = f" FROM {table} r WHERE r.id = {ranked}.id AND"
+        return (
+            f"LEFT JOIN LATERAL (SELECT vector_send(r.embedding) AS sent, "
+            f"r.embedding_parts AS parts{extra}{source or ' WHERE'} {ranked}.best "
+            f"AND r.embedding_model = '{literal}') AS sets ON true"
+        )
+
+
+def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
     """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
     lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
-    rows over ``tf``) and the best scores, joined to their records."""
+    rows over ``tf``) and the best scores, joined to their records (with ``sets``, the best
+    hits' vector sets too)."""
+    ranked, extra, joined = "scores", "", ""
+    if sets is not None:
+        # The best are chosen as ranking chooses them: higher score first, then lower id.
+        ranked = f"(SELECT *, {sets.ranked('score DESC, id')} FROM scores)"
+        extra, joined = ", sets.sent, sets.parts, scores.best", sets.of("scores")
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
@@ -334,7 +371,9 @@ def _bm25_tail(table: str, df: str) -> str:
             ) AS score
             FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id, tf.key
             ORDER BY score DESC, tf.key LIMIT %s)
-        SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
+        SELECT {record_select_list()}, scores.score{extra}
+        FROM {ranked} AS scores JOIN {table} r ON r.id = scores.id
+        {joined}
         ORDER BY scores.score DESC, r.key"""
 
 
@@ -344,6 +383,8 @@ def text_search(
     limit: int,
     tenant: uuid.UUID | None = None,
     bound: int = SCORED_PER_WORD,
+    sets: VectorSets | None = None,
+    kept: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
@@ -355,17 +396,26 @@ def text_search(
     word more records hold has the partition's document frequency (``text_terms``): the cost
     is then bounded whatever the partition's size. Scores depend on the caller's own records
     only, never on another tenant's. A document's length is its count of distinct lexemes.
+    With ``sets``, each row ends with the vector set columns of ``VectorSets``. With
+    ``kept`` (common table expressions ending in ``kept``, of one row: the ``words`` to
+    score and their ``match`` expression; see ``word_pruning``), the words are those, not
+    ``words``, and its parameters come first.
     """
     where, params = record_where(query)
     scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
     table = table_for(query.namespace)
-    head = _HEAD.format(partitions=" AND ".join(["namespace = %s", *scope_sql]))
-    first = [" ".join(words), query.namespace, *scope_params]
-    last = [*params, any_word(words), limit]
+    head = _HEAD.format(
+        partitions=" AND ".join(["namespace = %s", *scope_sql]),
+        kept=f"{kept}, " if kept else "",
+        words="(SELECT words FROM kept)" if kept else "%s",
+    )
+    matches = _MATCHES.format(match="(SELECT match FROM kept)" if kept else "%s")
+    first = [*([] if kept else [" ".join(words)]), query.namespace, *scope_params]
+    last = [*params, *([] if kept else [any_word(words)]), limit]
     if tenant is None or not isinstance(query.scope, Scope):
         sql = f"""{head}
-        hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {_MATCHES}),
-        {_bm25_tail(table, _COUNTED_DF)}"""
+        hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {matches}),
+        {_bm25_tail(table, _COUNTED_DF, sets)}"""
         return sql, [*first, *last]
     partition = [tenant, query.namespace, *query.scope.columns()]
     # Each word's postings, walked newest first until enough of its records pass the query's
@@ -378,10 +428,10 @@ def text_search(
             SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
                 SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
                 WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where}
-                    AND r.{_MATCHES}
+                    AND r.{matches}
                 ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
             ORDER BY h.id),
-        {_bm25_tail(table, _bounded_df(bound))}"""
+        {_bm25_tail(table, _bounded_df(bound), sets)}"""
     return sql, [*first, *partition, *partition, *last]
 
 
@@ -437,7 +487,12 @@ EXACT_NEAREST_UP_TO = 5000
 
 
 def nearest_select(
-    query: RecordQuery, model: str, dimensions: int, limit: int, exact_up_to: int = 0
+    query: RecordQuery,
+    model: str,
+    dimensions: int,
+    limit: int,
+    exact_up_to: int = 0,
+    sets: VectorSets | None = None,
 ) -> tuple[str, list[Any]]:
     """The ``limit`` records ``query`` selects nearest to a probe vector (the first
     parameter, to bind as a ``vector``), as (id, cosine similarity), best first.
@@ -448,18 +503,20 @@ def nearest_select(
     With ``exact_up_to``, a one-partition query of a partition holding at most that many
     records (``text_stats``) compares the probe with every vector instead (uncast, so that no
     index applies): the statement holds both searches, and runs only the one its size picks.
+    With ``sets``, each row goes on with ``VectorSets``' columns, then, for the best, the
+    whole record (``record_select_list`` order).
     """
     where, params = record_where(query)
     cast = f"vector({int(dimensions)})"
     literal = model.replace("'", "''")
     table = table_for(query.namespace)
     if exact_up_to <= 0 or not isinstance(query.scope, Scope):
-        sql = (
-            f"SELECT id, 1 - distance FROM (SELECT id, embedding::{cast} <=> %s::{cast} "
+        found = (
+            f"SELECT id, embedding::{cast} <=> %s::{cast} "
             f"AS distance FROM {table} WHERE {where} AND embedding_model = '{literal}' "
-            "ORDER BY distance LIMIT %s) AS nearest ORDER BY distance, id"
+            "ORDER BY distance LIMIT %s"
         )
-        return sql, [*params, limit]
+        return _nearest_rows("", found, table, sets), [*params, limit]
 
     def search(vectors: str, size: str) -> str:
         return (
@@ -469,10 +526,25 @@ def nearest_select(
         )
 
     bound = int(exact_up_to)
-    sql = (
+    head = (
         f"WITH probe AS (SELECT %s::{cast} AS v), size AS ("
         f"SELECT coalesce(sum(docs), 0) AS docs FROM text_stats WHERE {PARTITION}) "
-        f"SELECT id, 1 - distance FROM ({search('embedding', f'<= {bound}')} UNION ALL "
-        f"{search(f'embedding::{cast}', f'> {bound}')}) AS nearest ORDER BY distance, id"
     )
+    exact, indexed = search("embedding", f"<= {bound}"), search(f"embedding::{cast}", f"> {bound}")
+    sql = _nearest_rows(head, f"{exact} UNION ALL {indexed}", table, sets)
     return sql, [query.namespace, *query.scope.columns(), *params, limit, *params, limit]
+
+
+def _nearest_rows(head: str, found: str, table: str, sets: VectorSets | None) -> str:
+    """The rows of ``nearest_select`` from ``head`` (its WITH clause) and ``found`` (its
+    search: rows of id and distance)."""
+    if sets is None:
+        return f"{head}SELECT id, 1 - distance FROM ({found}) AS nearest ORDER BY distance, id"
+    # The best are chosen as ranking chooses them: higher similarity first, then lower id.
+    return (
+        f"{head}SELECT nearest.id, 1 - nearest.distance, sets.sent, sets.parts, nearest.best, "
+        f"{record_select_list('sets')} FROM (SELECT id, distance, "
+        f"{sets.ranked('1 - distance DESC, id')} FROM ({found}) AS found) AS nearest "
+        f"{sets.of('nearest', table)} "
+        "ORDER BY nearest.distance, nearest.id"
+    )

@@ -20,6 +20,7 @@ from engramdb.storage.postgres.queries import (
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
+    VectorSets,
     any_word,
     match_words,
     nearest_select,
@@ -34,10 +35,11 @@ from engramdb.storage.postgres.queries import (
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
 from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant_uuid
-from engramdb.storage.postgres.vectors import StoredVector
+from engramdb.storage.postgres.vectors import StoredVector, from_wire
+from engramdb.storage.postgres.word_pruning import prunable, pruned_text_search
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
-from engramdb.storage.search_backend import SCORED_PER_WORD
+from engramdb.storage.search_backend import SCORED_PER_WORD, BestVectorSets, WordPruning
 
 #: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
 EDGE_VECTOR_MODELS = " UNION ".join(
@@ -74,6 +76,22 @@ async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: st
     return int(row[0]) if row else 0
 
 
+def _hits_and_sets(rows: list[Any], found: BestVectorSets) -> list[tuple[Record, float]]:
+    """Full-text hits from rows ending in ``VectorSets``' columns, whose sets go into
+    ``found``."""
+    hits = [(row_record(row[:-4]), float(row[-4])) for row in rows]
+    for (record, _), row in zip(hits, rows, strict=True):
+        if row[-1] and record.id is not None:
+            found.sets[record.id] = _vector_set(row[-3], row[-2])
+    return hits
+
+
+def _vector_set(sent: bytes | None, parts: bytes | None) -> bytes | None:
+    """A record's vector set (see ``vector_sets``) from its ``vector_send`` and part vectors;
+    ``None`` for a record without vectors of the model asked."""
+    return None if sent is None else from_wire(sent) + (parts or b"")
+
+
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
 _EXACT_PLANS = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
@@ -102,15 +120,58 @@ class PostgresSearch:
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
         best first, with their BM25 scores (higher is better)."""
+        rows = await self._text_rows(query, match, limit, None)
+        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+
+    async def text_with_sets(
+        self, query: RecordQuery, match: str, limit: int, found: BestVectorSets
+    ) -> list[tuple[Record, float]]:
+        """``text``'s hits; the best hits' vector sets go into ``found``."""
+        rows = await self._text_rows(query, match, limit, VectorSets(found.model, found.best))
+        return _hits_and_sets(rows, found)
+
+    async def text_pruned(
+        self,
+        query: RecordQuery,
+        terms: Sequence[str],
+        rule: WordPruning,
+        limit: int,
+        found: BestVectorSets | None = None,
+    ) -> list[tuple[Record, float]] | None:
+        """See ``PrunesWordsInSearch``: one round trip, for terms of one word each
+        (``word_pruning.prunable``) in one partition."""
+        scope = query.scope
+        if not isinstance(scope, Scope) or not prunable(terms) or limit <= 0:
+            return None
+        tenant = tenant_uuid(scope.tenant)
+        sets = VectorSets(found.model, found.best) if found is not None else None
+        sql, params = pruned_text_search(
+            query, terms, rule, limit, tenant, self.scored_per_word, sets
+        )
+        # The frequencies travel with the search: a NULL one means the search kept nothing.
+        counted = Read(
+            PARTITION_TERM_COUNTS,
+            ([word_phrase(t) for t in terms], tenant, query.namespace, *scope.columns()),
+        )
+        async with self._pool.reads(context_for([scope])) as reads:
+            counts, rows = await reads.run([counted, Read(sql, params)], last=True)
+        if any(docs is None for _, docs in counts):
+            return None
+        if found is not None:
+            return _hits_and_sets(rows, found)
+        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+
+    async def _text_rows(
+        self, query: RecordQuery, match: str, limit: int, sets: VectorSets | None
+    ) -> list[Any]:
         words = match_words(match)
         if not any_word(words) or limit <= 0:
             return []
         # One partition's query is bounded by its words' postings (see ``text_search``).
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
-        sql, params = text_search(query, words, limit, tenant, self.scored_per_word)
+        sql, params = text_search(query, words, limit, tenant, self.scored_per_word, sets)
         async with self._pool.reads(context_for([query.scope])) as reads:
-            rows = await reads.one(Read(sql, params))
-        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+            return await reads.one(Read(sql, params))
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
@@ -183,8 +244,27 @@ class PostgresSearch:
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector``, best first, through the HNSW index of ``model`` when there is one."""
+        rows = await self._nearest_rows(query, model, vector, limit, None)
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    async def nearest_with_sets(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestVectorSets
+    ) -> list[tuple[int, float]]:
+        """``nearest``'s hits (of ``found.model``); the best hits' vector sets and records
+        go into ``found``."""
+        sets = VectorSets(found.model, found.best)
+        rows = await self._nearest_rows(query, found.model, vector, limit, sets)
+        for row in rows:
+            if row[4]:
+                found.sets[int(row[0])] = _vector_set(row[2], row[3])
+                found.records[int(row[0])] = row_record(row[5:])
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    async def _nearest_rows(
+        self, query: RecordQuery, model: str, vector: bytes, limit: int, sets: VectorSets | None
+    ) -> list[Any]:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
-        sql, params = nearest_select(query, model, len(vector) // 4, limit, exact)
+        sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
         reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
@@ -192,8 +272,7 @@ class PostgresSearch:
             reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
         reads.append(Read(sql, [StoredVector(vector), *params]))
         async with self._pool.reads(context_for([query.scope])) as transaction:
-            rows = (await transaction.run(reads, last=True))[-1]
-        return [(int(r[0]), float(r[1])) for r in rows]
+            return (await transaction.run(reads, last=True))[-1]
 
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
         """Records ``query`` selects that have no vector of ``model``."""
