@@ -33,7 +33,7 @@ QUESTIONS = (
     "Apple pear tree",
     "when did I eat a fig with apple and plum last week",
 )
-_ONE_TRIP = ("text_pruned", "text_with_sets", "nearest_with_sets")
+_ONE_TRIP = ("text_pruned", "text_best", "nearest_best")
 
 
 def _text(at: int) -> str:

@@ -45,10 +45,9 @@ from engramdb.providers.vector_graphs import VectorGraphs
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import (
-    BestVectorSets,
+    BestHits,
     NativeVectorSearch,
-    PrunesWordsInSearch,
-    SearchesWithVectorSets,
+    SearchesReadBestHits,
     TextHitsWithRecords,
     WordPruning,
 )
@@ -391,7 +390,7 @@ class Indexer:
         query_vector = self._query_vector(request.query) if wants_vectors else None
         lazy = self._ranks_by_scores_alone(request)
         sentences = query_vector is not None and part_vectors and config.part_vectors
-        found = self._best_sets() if sentences else None
+        found = self._best_hits(sentences, lazy)
         # Both signals at once: the vector index is searched as soon as the query vector is
         # ready, while SQLite may still be busy with the full-text query.
         text, vector = await asyncio.gather(
@@ -498,30 +497,28 @@ class Indexer:
         records: dict[int, Record],
         *,
         lazy: bool,
-        found: BestVectorSets | None = None,
+        found: BestHits | None = None,
     ) -> dict[int, float] | None:
         """BM25 scores of the records ``base`` (in ``partition``) selects for ``query`` (None
         when no word of it is worth asking); unless ``lazy``, the hits' records go into
-        ``records``; given ``found``, the best hits' vector sets go there."""
+        ``records``; given ``found``, what the search reads of its best hits goes there."""
         search, limit = self.backend.search, self.config.candidates
-        terms = self._terms(query)
-        rule = self._pruning(terms)
-        if rule is not None and isinstance(search, PrunesWordsInSearch):
+        terms = self.full_text_terms(query)
+        if found is not None and isinstance(search, SearchesReadBestHits):
+            rule = self.word_pruning(terms)
             # The words are pruned in the search: no round trip for their frequencies.
-            pruned = await search.text_pruned(base, terms, rule, limit, found)
+            pruned = await search.text_pruned(base, terms, rule, limit, found) if rule else None
             if pruned is not None:
-                records.update((r.id, r) for r, _ in pruned if r.id is not None)
-                return {r.id: s for r, s in pruned if r.id is not None}
+                return dict(pruned)
+            match = fts_match(await self._selective(terms, base.namespace, partition))
+            return dict(await search.text_best(base, match, limit, found)) if match else None
         match = fts_match(await self._selective(terms, base.namespace, partition))
         if match is None:
             return None
-        if found is not None and isinstance(search, SearchesWithVectorSets):
-            hits = await search.text_with_sets(base, match, limit, found)
-        elif lazy and not isinstance(search, TextHitsWithRecords):
+        if lazy and not isinstance(search, TextHitsWithRecords):
             # Records are read later, for the hits that make the cut only.
             return dict(await search.text_ids(base, match, limit))
-        else:
-            hits = await search.text(base, match, limit)
+        hits = await search.text(base, match, limit)
         records.update((r.id, r) for r, _ in hits if r.id is not None)
         return {r.id: s for r, s in hits if r.id is not None}
 
@@ -559,18 +556,18 @@ class Indexer:
     async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:
         """The full-text expression hybrid search asks of ``namespace``'s ``partition`` for
         ``query``: its words, without time expressions and the words too common to score."""
-        return fts_match(await self._selective(self._terms(query), namespace, partition))
+        return fts_match(await self._selective(self.full_text_terms(query), namespace, partition))
 
-    def _terms(self, query: str) -> list[str]:
+    def full_text_terms(self, query: str) -> list[str]:
         """The words of ``query`` a full-text search asks for, time expressions left out."""
         text = strip_time_expressions(query) if self.config.strip_time else query
         return query_terms(text) or query_terms(query)
 
-    def _pruning(self, terms: list[str]) -> WordPruning | None:
+    def word_pruning(self, terms: list[str]) -> WordPruning | None:
         """The rule ``_selective`` prunes ``terms`` by, for a backend that applies it in its
         full-text search (``None`` when nothing would be pruned, or the backend cannot)."""
         config = self.config
-        if not isinstance(self.backend.search, PrunesWordsInSearch) or len(terms) < 2:
+        if not isinstance(self.backend.search, SearchesReadBestHits) or len(terms) < 2:
             return None
         if config.max_term_share <= 0 and not config.max_scored_docs:
             return None
@@ -620,16 +617,16 @@ class Indexer:
         partition: Scope,
         base: RecordQuery,
         query_vector: asyncio.Future[FloatArray],
-        found: BestVectorSets | None = None,
+        found: BestHits | None = None,
     ) -> dict[int, float] | None:
-        """Cosine similarities of the nearest candidates (given ``found``, the best ones'
-        vector sets and records go there); ``None`` when the query cannot be embedded now
-        (the search ranks by full text alone)."""
+        """Cosine similarities of the nearest candidates (given ``found`` with a model, what
+        the search reads of its best hits goes there); ``None`` when the query cannot be
+        embedded now (the search ranks by full text alone)."""
         search, limit = self.backend.search, self.config.candidates
         try:
-            if found is not None and isinstance(search, SearchesWithVectorSets):
+            if found is not None and found.model and isinstance(search, SearchesReadBestHits):
                 probe = vector_bytes(await asyncio.shield(query_vector))
-                hits = await search.nearest_with_sets(base, probe, limit, found)
+                hits = await search.nearest_best(base, probe, limit, found)
             else:
                 hits = await self.nearest(namespace, partition, base, query_vector, limit)
         except EmbedderUnavailableError as exc:
@@ -637,12 +634,14 @@ class Indexer:
             return None
         return {i: s for i, s in hits if s >= self.config.min_similarity}
 
-    def _best_sets(self) -> BestVectorSets | None:
-        """What the searches should read of their best hits' vector sets for the
-        sentence-vector pass, for a backend whose searches can (else ``None``)."""
-        if not isinstance(self.backend.search, SearchesWithVectorSets):
+    def _best_hits(self, sentences: bool, lazy: bool) -> BestHits | None:
+        """What the searches should read of their best hits for ranking (every hit's record
+        unless ``lazy``; vector sets for the sentence-vector pass if ``sentences``), for a
+        backend whose searches can (else ``None``)."""
+        if not isinstance(self.backend.search, SearchesReadBestHits):
             return None
-        return BestVectorSets(self.model, self.config.part_candidates or self.config.candidates)
+        best = self.config.part_candidates or self.config.candidates
+        return BestHits(self.model if sentences else None, best, every_record=not lazy)
 
     async def _best_part_scores(
         self,
@@ -650,7 +649,7 @@ class Indexer:
         partition: Scope,
         scores: dict[str, dict[int, float]],
         query: FloatArray,
-        read: BestVectorSets | None = None,
+        read: BestHits | None = None,
     ) -> dict[int, float]:
         """The vector scores with the best candidates' replaced by their best cosine similarity
         over their whole-text and part vectors.
@@ -697,7 +696,7 @@ class Indexer:
         partition: Scope,
         ids: tuple[int, ...],
         query: FloatArray,
-        read: BestVectorSets | None = None,
+        read: BestHits | None = None,
     ) -> dict[int, float]:
         """The best similarity to ``query`` over each record's stored whole-text and part
         vectors, from ``read`` or else the database (records without vectors are left

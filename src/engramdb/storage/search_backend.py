@@ -128,35 +128,50 @@ class NativeVectorSearch(Protocol):
 
 
 @dataclass
-class BestVectorSets:
-    """What searches bring back beside their hits for ranking's sentence-vector pass: the
-    vector sets of ``model`` (whole-text vector, then part vectors, as float32 bytes) of each
-    search's ``best`` hits by score, then id, as ranking chooses them (``None``: the hit has
-    no vectors of ``model``), and the records a search read with them."""
+class BestHits:
+    """What searches read beside their hits for ranking, in the same statement: of each
+    search's ``best`` hits by score, then id (as ranking chooses them), the record and, given
+    a ``model``, the vector set (whole-text vector, then part vectors, as float32 bytes;
+    ``None``: the hit has no vectors of ``model``); with ``every_record``, every hit's
+    record."""
 
-    model: str
+    model: str | None
     best: int
+    every_record: bool = False
     sets: dict[int, bytes | None] = field(default_factory=dict)
     records: dict[int, Record] = field(default_factory=dict)
 
 
 @runtime_checkable
-class SearchesWithVectorSets(Protocol):
-    """A backend whose full-text and nearest-vector searches read their best hits' vector
-    sets (and the nearest hits' records) in the same statement, so ranking reads none of
-    them again (for a database a round trip away)."""
+class SearchesReadBestHits(Protocol):
+    """A backend whose full-text and nearest-vector searches read what ranking needs of their
+    best hits (``BestHits``) in the same statement, so ranking reads none of it again (for a
+    database a round trip away)."""
 
-    async def text_with_sets(
-        self, query: RecordQuery, match: str, limit: int, found: BestVectorSets
-    ) -> list[tuple[Record, float]]:
-        """``text``'s hits; the best hits' vector sets go into ``found``."""
+    async def text_best(
+        self, query: RecordQuery, match: str, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``text_ids``; the best hits' records and vector sets go into ``found``."""
         ...
 
-    async def nearest_with_sets(
-        self, query: RecordQuery, vector: bytes, limit: int, found: BestVectorSets
+    async def nearest_best(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestHits
     ) -> list[tuple[int, float]]:
-        """``nearest``'s hits (of ``found.model``); the best hits' vector sets and records
-        go into ``found``."""
+        """``nearest`` (of ``found.model``, not ``None``); the best hits' records and vector
+        sets go into ``found``."""
+        ...
+
+    async def text_pruned(
+        self,
+        query: RecordQuery,
+        terms: Sequence[str],
+        rule: WordPruning,
+        limit: int,
+        found: BestHits,
+    ) -> list[tuple[int, float]] | None:
+        """``text_best`` for the ``terms`` ``rule`` keeps in ``query``'s partition, without a
+        round trip for their frequencies; ``None`` when it cannot tell which (the caller then
+        asks for the frequencies and searches)."""
         ...
 
 
@@ -171,25 +186,6 @@ class WordPruning:
     max_term_share: float
     min_docs: int
     max_scored_docs: int
-
-
-@runtime_checkable
-class PrunesWordsInSearch(Protocol):
-    """A backend whose full-text search can leave out a query's too common words itself, in
-    the same statement (for a database a round trip away)."""
-
-    async def text_pruned(
-        self,
-        query: RecordQuery,
-        terms: Sequence[str],
-        rule: WordPruning,
-        limit: int,
-        found: BestVectorSets | None = None,
-    ) -> list[tuple[Record, float]] | None:
-        """``text``'s hits for the ``terms`` ``rule`` keeps in ``query``'s partition (with
-        ``found``, as ``text_with_sets``); ``None`` when it cannot tell which (the caller then
-        asks for the frequencies and searches)."""
-        ...
 
 
 @runtime_checkable

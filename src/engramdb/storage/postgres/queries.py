@@ -72,6 +72,19 @@ def record_select_list(alias: str = "r") -> str:
     return ", ".join(f"{alias}.{column}" for column in RECORD_SELECTED)
 
 
+#: The record columns whose binary form is not the text the shared row mapping parses.
+_AS_TEXT = frozenset({"value", "metadata", "created_at", "updated_at", "expires_at"})
+_AS_TEXT |= {"occurred_at", "hidden_at"}
+
+
+def record_select_text(alias: str = "r") -> str:
+    """``record_select_list`` for rows read in binary: JSON and times cast to their text."""
+    return ", ".join(
+        f"{alias}.{column}::text AS {column}" if column in _AS_TEXT else f"{alias}.{column}"
+        for column in RECORD_SELECTED
+    )
+
+
 def _values(columns: int, rows: int) -> str:
     """``rows`` parenthesised lists of ``columns`` placeholders, for a multi-row VALUES."""
     row = f"({', '.join(['%s'] * columns)})"
@@ -315,44 +328,55 @@ def _bounded_df(bound: int) -> str:
 
 @dataclass(frozen=True)
 class VectorSets:
-    """Asks a search statement for the vector sets of its ``best`` hits (by score, then id,
-    as ranking orders them) of ``model``: each row then ends with the stored vector as
-    ``vector_send``, the part vectors, and whether the hit is among the best (a best hit
-    without vectors of ``model`` has both NULL; no vectors are read for the others)."""
+    """Asks a search statement (read in binary) for what ranking reads of its hits: each row
+    is then the hit's id and score, its stored vector and part vectors of ``model`` (NULL
+    unless it is among the ``best`` by score, then id, as ranking orders them, and has
+    vectors of ``model``), whether it is among them, and then its record
+    (``RECORD_SELECTED`` order; NULL unless among them, or ``every``)."""
 
-    model: str
+    model: str | None
     best: int
+    every: bool = False
 
     def ranked(self, order: str) -> str:
         """A ``best`` column: whether a row is among the best by ``order``."""
         return f"row_number() OVER (ORDER BY {order}) <= {int(self.best)} AS best"
 
-    def of(self, ranked: str, table: str | None = None) -> str:
-        """The sets of record ``r``, a row of ``ranked`` (with ``best``), as a LATERAL
-        subquery ``sets`` (``sent``, ``parts``); given ``table``, ``r`` is read from it by
-        ``ranked``'s id, and ``sets`` goes on with its columns (``record_select_list``)."""
-        literal = self.model.replace("'", "''")
-        extra, source = "", ""
-        if table is not None:
-            extra = f", {record_select_list()}"
-            source = f" FROM {table} r WHERE r.id = {ranked}.id AND"
+    def columns(self, ranked: str, score: str) -> str:
+        """The columns of a row of ``ranked`` (with ``id`` and ``best``) and ``score``."""
+        return f"{ranked}.id, {score}, sets.sent, sets.parts, {ranked}.best, " + ", ".join(
+            f"sets.{column}" for column in RECORD_SELECTED
+        )
+
+    def of(self, ranked: str, table: str) -> str:
+        """The vectors and record of a row of ``ranked`` from ``table``, as a LATERAL
+        subquery ``sets``."""
+        vectors = "false"
+        if self.model is not None:
+            literal = self.model.replace("'", "''")
+            vectors = f"{ranked}.best AND r.embedding_model = '{literal}'"
+        read = f"{ranked}.best" if not self.every else "true"
+        # LIMIT 1 keeps the planner from joining the whole table: one key lookup per row read.
         return (
-            f"LEFT JOIN LATERAL (SELECT vector_send(r.embedding) AS sent, "
-            f"r.embedding_parts AS parts{extra}{source or ' WHERE'} {ranked}.best "
-            f"AND r.embedding_model = '{literal}') AS sets ON true"
+            f"LEFT JOIN LATERAL (SELECT CASE WHEN {vectors} THEN r.embedding END AS sent, "
+            f"CASE WHEN {vectors} THEN r.embedding_parts END AS parts, {record_select_text()} "
+            f"FROM {table} r WHERE r.id = {ranked}.id AND {read} LIMIT 1) AS sets ON true"
         )
 
 
 def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
     """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
     lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
-    rows over ``tf``) and the best scores, joined to their records (with ``sets``, the best
-    hits' vector sets too)."""
-    ranked, extra, joined = "scores", "", ""
-    if sets is not None:
+    rows over ``tf``) and the best scores, joined to their records (with ``sets``, as
+    ``VectorSets`` says)."""
+    if sets is None:
+        final = f"""SELECT {record_select_list()}, scores.score
+        FROM scores JOIN {table} r ON r.id = scores.id ORDER BY scores.score DESC, r.key"""
+    else:
         # The best are chosen as ranking chooses them: higher score first, then lower id.
-        ranked = f"(SELECT *, {sets.ranked('score DESC, id')} FROM scores)"
-        extra, joined = ", sets.sent, sets.parts, scores.best", sets.of("scores")
+        final = f"""SELECT {sets.columns("scores", "scores.score")}
+        FROM (SELECT *, {sets.ranked("score DESC, id")} FROM scores) AS scores
+        {sets.of("scores", table)} ORDER BY scores.score DESC, scores.key"""
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
@@ -371,10 +395,7 @@ def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
             ) AS score
             FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id, tf.key
             ORDER BY score DESC, tf.key LIMIT %s)
-        SELECT {record_select_list()}, scores.score{extra}
-        FROM {ranked} AS scores JOIN {table} r ON r.id = scores.id
-        {joined}
-        ORDER BY scores.score DESC, r.key"""
+        {final}"""
 
 
 def text_search(
@@ -542,9 +563,8 @@ def _nearest_rows(head: str, found: str, table: str, sets: VectorSets | None) ->
         return f"{head}SELECT id, 1 - distance FROM ({found}) AS nearest ORDER BY distance, id"
     # The best are chosen as ranking chooses them: higher similarity first, then lower id.
     return (
-        f"{head}SELECT nearest.id, 1 - nearest.distance, sets.sent, sets.parts, nearest.best, "
-        f"{record_select_list('sets')} FROM (SELECT id, distance, "
-        f"{sets.ranked('1 - distance DESC, id')} FROM ({found}) AS found) AS nearest "
-        f"{sets.of('nearest', table)} "
+        f"{head}SELECT {sets.columns('nearest', '1 - nearest.distance')} "
+        f"FROM (SELECT id, distance, {sets.ranked('1 - distance DESC, id')} "
+        f"FROM ({found}) AS found) AS nearest {sets.of('nearest', table)} "
         "ORDER BY nearest.distance, nearest.id"
     )

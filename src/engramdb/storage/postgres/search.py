@@ -35,11 +35,11 @@ from engramdb.storage.postgres.queries import (
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
 from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant_uuid
-from engramdb.storage.postgres.vectors import StoredVector, from_wire
+from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.postgres.word_pruning import prunable, pruned_text_search
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
-from engramdb.storage.search_backend import SCORED_PER_WORD, BestVectorSets, WordPruning
+from engramdb.storage.search_backend import SCORED_PER_WORD, BestHits, WordPruning
 
 #: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
 EDGE_VECTOR_MODELS = " UNION ".join(
@@ -76,20 +76,17 @@ async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: st
     return int(row[0]) if row else 0
 
 
-def _hits_and_sets(rows: list[Any], found: BestVectorSets) -> list[tuple[Record, float]]:
-    """Full-text hits from rows ending in ``VectorSets``' columns, whose sets go into
+def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
+    """Hits from rows laid out as ``VectorSets`` says, whose records and vector sets go into
     ``found``."""
-    hits = [(row_record(row[:-4]), float(row[-4])) for row in rows]
-    for (record, _), row in zip(hits, rows, strict=True):
-        if row[-1] and record.id is not None:
-            found.sets[record.id] = _vector_set(row[-3], row[-2])
-    return hits
-
-
-def _vector_set(sent: bytes | None, parts: bytes | None) -> bytes | None:
-    """A record's vector set (see ``vector_sets``) from its ``vector_send`` and part vectors;
-    ``None`` for a record without vectors of the model asked."""
-    return None if sent is None else from_wire(sent) + (parts or b"")
+    for row in rows:
+        record_id = int(row[0])
+        if row[4] and found.model is not None:
+            # Read in binary: the vector is already float32 bytes (``VectorLoader``).
+            found.sets[record_id] = None if row[2] is None else row[2] + (row[3] or b"")
+        if row[5] is not None:
+            found.records[record_id] = row_record(row[5:])
+    return [(int(row[0]), float(row[1])) for row in rows]
 
 
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
@@ -123,12 +120,12 @@ class PostgresSearch:
         rows = await self._text_rows(query, match, limit, None)
         return [(row_record(row[:-1]), float(row[-1])) for row in rows]
 
-    async def text_with_sets(
-        self, query: RecordQuery, match: str, limit: int, found: BestVectorSets
-    ) -> list[tuple[Record, float]]:
-        """``text``'s hits; the best hits' vector sets go into ``found``."""
-        rows = await self._text_rows(query, match, limit, VectorSets(found.model, found.best))
-        return _hits_and_sets(rows, found)
+    async def text_best(
+        self, query: RecordQuery, match: str, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``text_ids``; the best hits' records and vector sets go into ``found``."""
+        sets = VectorSets(found.model, found.best, found.every_record)
+        return _best_hits(await self._text_rows(query, match, limit, sets), found)
 
     async def text_pruned(
         self,
@@ -136,15 +133,15 @@ class PostgresSearch:
         terms: Sequence[str],
         rule: WordPruning,
         limit: int,
-        found: BestVectorSets | None = None,
-    ) -> list[tuple[Record, float]] | None:
-        """See ``PrunesWordsInSearch``: one round trip, for terms of one word each
+        found: BestHits,
+    ) -> list[tuple[int, float]] | None:
+        """See ``SearchesReadBestHits``: one round trip, for terms of one word each
         (``word_pruning.prunable``) in one partition."""
         scope = query.scope
         if not isinstance(scope, Scope) or not prunable(terms) or limit <= 0:
             return None
         tenant = tenant_uuid(scope.tenant)
-        sets = VectorSets(found.model, found.best) if found is not None else None
+        sets = VectorSets(found.model, found.best, found.every_record)
         sql, params = pruned_text_search(
             query, terms, rule, limit, tenant, self.scored_per_word, sets
         )
@@ -154,12 +151,10 @@ class PostgresSearch:
             ([word_phrase(t) for t in terms], tenant, query.namespace, *scope.columns()),
         )
         async with self._pool.reads(context_for([scope])) as reads:
-            counts, rows = await reads.run([counted, Read(sql, params)], last=True)
+            counts, rows = await reads.run([counted, Read(sql, params, binary=True)], last=True)
         if any(docs is None for _, docs in counts):
             return None
-        if found is not None:
-            return _hits_and_sets(rows, found)
-        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+        return _best_hits(rows, found)
 
     async def _text_rows(
         self, query: RecordQuery, match: str, limit: int, sets: VectorSets | None
@@ -171,7 +166,7 @@ class PostgresSearch:
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
         sql, params = text_search(query, words, limit, tenant, self.scored_per_word, sets)
         async with self._pool.reads(context_for([query.scope])) as reads:
-            return await reads.one(Read(sql, params))
+            return await reads.one(Read(sql, params, binary=sets is not None))
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
@@ -247,18 +242,16 @@ class PostgresSearch:
         rows = await self._nearest_rows(query, model, vector, limit, None)
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    async def nearest_with_sets(
-        self, query: RecordQuery, vector: bytes, limit: int, found: BestVectorSets
+    async def nearest_best(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestHits
     ) -> list[tuple[int, float]]:
-        """``nearest``'s hits (of ``found.model``); the best hits' vector sets and records
-        go into ``found``."""
-        sets = VectorSets(found.model, found.best)
+        """``nearest`` (of ``found.model``, not ``None``); the best hits' records and vector
+        sets go into ``found``."""
+        if found.model is None:
+            raise ValueError("a nearest-vector search needs a model")
+        sets = VectorSets(found.model, found.best, found.every_record)
         rows = await self._nearest_rows(query, found.model, vector, limit, sets)
-        for row in rows:
-            if row[4]:
-                found.sets[int(row[0])] = _vector_set(row[2], row[3])
-                found.records[int(row[0])] = row_record(row[5:])
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return _best_hits(rows, found)
 
     async def _nearest_rows(
         self, query: RecordQuery, model: str, vector: bytes, limit: int, sets: VectorSets | None
@@ -270,7 +263,7 @@ class PostgresSearch:
         if self.prefer_index:
             # Off: scanning the table, or another index and sorting its rows by distance.
             reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
-        reads.append(Read(sql, [StoredVector(vector), *params]))
+        reads.append(Read(sql, [StoredVector(vector), *params], binary=sets is not None))
         async with self._pool.reads(context_for([query.scope])) as transaction:
             return (await transaction.run(reads, last=True))[-1]
 

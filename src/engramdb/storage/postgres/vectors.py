@@ -51,15 +51,9 @@ class VectorLoader(Loader):
 
     def load(self, data: Buffer) -> bytes:
         """The float32 bytes of a binary pgvector value."""
-        return from_wire(data)
-
-
-def from_wire(data: Buffer) -> bytes:
-    """The little-endian float32 bytes of pgvector's binary form (a binary column, or the
-    ``bytea`` of ``vector_send``)."""
-    dimensions, _ = _HEADER.unpack_from(data)
-    values = np.frombuffer(data, dtype=">f4", count=dimensions, offset=_HEADER.size)
-    return values.astype("<f4").tobytes()
+        dimensions, _ = _HEADER.unpack_from(data)
+        values = np.frombuffer(data, dtype=">f4", count=dimensions, offset=_HEADER.size)
+        return values.astype("<f4").tobytes()
 
 
 async def register_vector(conn: AsyncConnection[Any]) -> None:
