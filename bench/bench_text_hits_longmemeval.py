@@ -2,7 +2,8 @@
 changes them: each of the first N questions' haystack (every turn, both roles) in a partition
 of its own, then the full-text part of ``remember`` for its question (the words kept after
 pruning, then the backend's ``search.text``, 50 hits). Writes each question's words and hits
-(key, score) as JSON; ``--against`` compares with an earlier run's file. On PostgreSQL (the
+(key, score) as JSON, and where the backend prunes the words in its search statement itself,
+whether that finds the same; ``--against`` compares with an earlier run's file. On PostgreSQL (the
 default) the script creates its own database on the server and drops it afterwards; with
 ``--sqlite FILE`` it stores the haystacks in that file (replaced) instead. Run by hand (not in
 CI)::
@@ -30,6 +31,7 @@ from engramdb.core.scope import Scope
 from engramdb.providers.indexing import Indexer
 from engramdb.storage.records import Put, Record, RecordQuery
 from engramdb.storage.registry import open_backend
+from engramdb.storage.search_backend import BestHits, SearchesReadBestHits
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
@@ -67,14 +69,21 @@ async def run(
             match = await indexer.full_text_match(str(item["question"]), "episodic", scope)
             query = RecordQuery("episodic", scope, alive_at=datetime.now(UTC))
             hits = await backend.search.text(query, match, 50) if match else []
-            answers.append(
-                {
-                    "question": item["question_id"],
-                    "records": len(turns(item)),
-                    "match": match,
-                    "hits": [[r.key, score] for r, score in hits],
-                }
-            )
+            answer = {
+                "question": item["question_id"],
+                "records": len(turns(item)),
+                "match": match,
+                "hits": [[r.key, score] for r, score in hits],
+            }
+            # A backend that prunes the words in its search statement must find the same.
+            terms = indexer.full_text_terms(str(item["question"]))
+            rule = indexer.word_pruning(terms)
+            if rule is not None and isinstance(backend.search, SearchesReadBestHits):
+                found = BestHits(None, 50, every_record=True)
+                pruned = await backend.search.text_pruned(query, terms, rule, 50, found)
+                if pruned is not None:
+                    answer["pruned_hits"] = [[found.records[i].key, s] for i, s in pruned]
+            answers.append(answer)
         return answers
     finally:
         await backend.close()
@@ -129,6 +138,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.out.write_text(json.dumps(answers, indent=1))
     sizes = [a["records"] for a in answers]
     print(f"{len(answers)} partitions of {min(sizes)} to {max(sizes)} records")
+    pruned = [a for a in answers if "pruned_hits" in a]
+    if pruned:
+        same = sum(a["pruned_hits"] == a["hits"] for a in pruned)
+        print(
+            f"pruned in the search statement: {len(pruned)} questions, same hits and scores {same}"
+        )
     if args.against:
         print(compare(answers, json.loads(args.against.read_text())))
 

@@ -245,3 +245,19 @@ async def test_a_service_only_login_cannot_reach_across_tenants(
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f"DROP ROLE {login}")
+
+
+async def test_every_policy_reads_the_tenant_once_per_statement(url: str) -> None:
+    # A scalar subquery is evaluated once (an InitPlan); the bare call, once per row.
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cursor = await conn.execute(
+            "SELECT tablename, qual, with_check FROM pg_policies "
+            "WHERE policyname = 'tenant_isolation'"
+        )
+        policies = await cursor.fetchall()
+    assert {table for table, _, _ in policies} >= set(TENANT_TABLES)
+    for _, qual, check in policies:
+        for rule in (qual, check):
+            assert "( SELECT engram_tenant() AS engram_tenant)" in rule
+            assert "= engram_tenant()" not in rule
+            assert "engram_user() IS NULL" not in rule

@@ -10,7 +10,14 @@ import pytest
 
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.storage.postgres.connection import redacted_url
-from engramdb.storage.postgres.queries import match_words, record_where, text_search
+from engramdb.storage.postgres.queries import (
+    VectorSets,
+    match_words,
+    nearest_select,
+    record_select_text,
+    record_where,
+    text_search,
+)
 from engramdb.storage.postgres.schema import ADMIN_ROLE, SERVICE_ROLE, table_for
 from engramdb.storage.postgres.tenancy import (
     ADMIN,
@@ -27,7 +34,9 @@ from engramdb.storage.postgres.vectors import (
     hnsw_index_name,
     hnsw_index_sql,
 )
+from engramdb.storage.postgres.word_pruning import pruned_text_search
 from engramdb.storage.records import RecordQuery
+from engramdb.storage.search_backend import WordPruning
 
 ALICE = Scope(tenant="acme", user="alice", agent="helper")
 
@@ -105,3 +114,36 @@ def test_hnsw_index_is_named_and_typed_per_model() -> None:
 
 def test_urls_lose_their_password() -> None:
     assert redacted_url("postgresql://me:secret@db:5433/engram") == "postgresql://me@db:5433/engram"
+
+
+def test_searches_reading_their_best_hits_take_the_same_parameters() -> None:
+    query = RecordQuery("episodic", ALICE)
+    sets = VectorSets("m'odel", 30)
+    plain_sql, plain = nearest_select(query, "m'odel", 3, 10, 5000)
+    best_sql, best = nearest_select(query, "m'odel", 3, 10, 5000, sets)
+    assert best == plain
+    assert best_sql.count("%s") == plain_sql.count("%s")
+    assert "row_number() OVER (ORDER BY 1 - distance DESC, id) <= 30" in best_sql
+    assert "r.embedding_model = 'm''odel'" in best_sql
+    _, text_plain = text_search(query, ["lives", "lisbon"], 5)
+    _, text_best = text_search(query, ["lives", "lisbon"], 5, sets=sets)
+    assert text_best == text_plain
+
+
+def test_binary_rows_read_json_and_times_as_text() -> None:
+    columns = record_select_text("r").split(", ")
+    assert "r.metadata::text AS metadata" in columns
+    assert "r.created_at::text AS created_at" in columns
+    assert "r.key" in columns
+    assert columns[-1] == "r.id"
+
+
+def test_pruned_text_search_takes_the_words_from_the_statement() -> None:
+    rule = WordPruning(0.05, 100, 4000)
+    sql, params = pruned_text_search(
+        RecordQuery("episodic", ALICE), ["lives", "lisbon"], rule, 5, tenant_uuid("acme")
+    )
+    assert params[0] == ['"lives"', '"lisbon"']
+    assert params[8] == ["lives", "lisbon"]
+    assert "lives lisbon" not in params
+    assert sql.count("%s") == len(params)

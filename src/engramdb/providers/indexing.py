@@ -44,7 +44,13 @@ from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.vector_graphs import VectorGraphs
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
-from engramdb.storage.search_backend import NativeVectorSearch, TextHitsWithRecords
+from engramdb.storage.search_backend import (
+    BestHits,
+    NativeVectorSearch,
+    SearchesReadBestHits,
+    TextHitsWithRecords,
+    WordPruning,
+)
 
 _log = logging.getLogger(__name__)
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
@@ -383,16 +389,20 @@ class Indexer:
         # The model embeds the query on its own thread while SQLite runs the full-text query.
         query_vector = self._query_vector(request.query) if wants_vectors else None
         lazy = self._ranks_by_scores_alone(request)
+        sentences = query_vector is not None and part_vectors and config.part_vectors
+        found = self._best_hits(sentences, lazy)
         # Both signals at once: the vector index is searched as soon as the query vector is
         # ready, while SQLite may still be busy with the full-text query.
         text, vector = await asyncio.gather(
-            self._text_scores(request.query, partition, base, records, lazy=lazy)
+            self._text_scores(request.query, partition, base, records, lazy=lazy, found=found)
             if config.mode != "vector"
             else _nothing(),
-            self._vector_scores(namespace, partition, base, query_vector)
+            self._vector_scores(namespace, partition, base, query_vector, found)
             if query_vector is not None
             else _nothing(),
         )
+        if found is not None:
+            records.update(found.records)
         if text is not None:
             scores["bm25"] = text
         if vector is not None and query_vector is not None:
@@ -405,7 +415,7 @@ class Indexer:
             # sentence vectors' scores are read side by side: the second only adds scores to
             # hits, and the hits without a record are those of the vector search either way.
             parts, gone = await asyncio.gather(
-                self._best_part_scores(namespace, partition, scores, query)
+                self._best_part_scores(namespace, partition, scores, query, found)
                 if query is not None
                 else _nothing(),
                 self._read_live(namespace, partition, list(scores["vector"]), records, now)
@@ -487,18 +497,28 @@ class Indexer:
         records: dict[int, Record],
         *,
         lazy: bool,
+        found: BestHits | None = None,
     ) -> dict[int, float] | None:
         """BM25 scores of the records ``base`` (in ``partition``) selects for ``query`` (None
         when no word of it is worth asking); unless ``lazy``, the hits' records go into
-        ``records``."""
-        match = await self.full_text_match(query, base.namespace, partition)
+        ``records``; given ``found``, what the search reads of its best hits goes there."""
+        search, limit = self.backend.search, self.config.candidates
+        terms = self.full_text_terms(query)
+        if found is not None and isinstance(search, SearchesReadBestHits):
+            rule = self.word_pruning(terms)
+            # The words are pruned in the search: no round trip for their frequencies.
+            pruned = await search.text_pruned(base, terms, rule, limit, found) if rule else None
+            if pruned is not None:
+                return dict(pruned)
+            match = fts_match(await self._selective(terms, base.namespace, partition))
+            return dict(await search.text_best(base, match, limit, found)) if match else None
+        match = fts_match(await self._selective(terms, base.namespace, partition))
         if match is None:
             return None
-        search = self.backend.search
         if lazy and not isinstance(search, TextHitsWithRecords):
             # Records are read later, for the hits that make the cut only.
-            return dict(await search.text_ids(base, match, self.config.candidates))
-        hits = await search.text(base, match, self.config.candidates)
+            return dict(await search.text_ids(base, match, limit))
+        hits = await search.text(base, match, limit)
         records.update((r.id, r) for r, _ in hits if r.id is not None)
         return {r.id: s for r, s in hits if r.id is not None}
 
@@ -536,9 +556,22 @@ class Indexer:
     async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:
         """The full-text expression hybrid search asks of ``namespace``'s ``partition`` for
         ``query``: its words, without time expressions and the words too common to score."""
+        return fts_match(await self._selective(self.full_text_terms(query), namespace, partition))
+
+    def full_text_terms(self, query: str) -> list[str]:
+        """The words of ``query`` a full-text search asks for, time expressions left out."""
         text = strip_time_expressions(query) if self.config.strip_time else query
-        words = query_terms(text) or query_terms(query)
-        return fts_match(await self._selective(words, namespace, partition))
+        return query_terms(text) or query_terms(query)
+
+    def word_pruning(self, terms: list[str]) -> WordPruning | None:
+        """The rule ``_selective`` prunes ``terms`` by, for a backend that applies it in its
+        full-text search (``None`` when nothing would be pruned, or the backend cannot)."""
+        config = self.config
+        if not isinstance(self.backend.search, SearchesReadBestHits) or len(terms) < 2:
+            return None
+        if config.max_term_share <= 0 and not config.max_scored_docs:
+            return None
+        return WordPruning(config.max_term_share, self.min_docs_to_prune, config.max_scored_docs)
 
     async def _selective(self, terms: list[str], namespace: str, partition: Scope) -> list[str]:
         """``terms`` without the ones too common to be worth scoring.
@@ -584,17 +617,31 @@ class Indexer:
         partition: Scope,
         base: RecordQuery,
         query_vector: asyncio.Future[FloatArray],
+        found: BestHits | None = None,
     ) -> dict[int, float] | None:
-        """Cosine similarities of the nearest candidates; ``None`` when the query cannot be
+        """Cosine similarities of the nearest candidates (given ``found`` with a model, what
+        the search reads of its best hits goes there); ``None`` when the query cannot be
         embedded now (the search ranks by full text alone)."""
+        search, limit = self.backend.search, self.config.candidates
         try:
-            found = await self.nearest(
-                namespace, partition, base, query_vector, self.config.candidates
-            )
+            if found is not None and found.model and isinstance(search, SearchesReadBestHits):
+                probe = vector_bytes(await asyncio.shield(query_vector))
+                hits = await search.nearest_best(base, probe, limit, found)
+            else:
+                hits = await self.nearest(namespace, partition, base, query_vector, limit)
         except EmbedderUnavailableError as exc:
             _log.warning("searching by full text alone: %s", exc.message)
             return None
-        return {i: s for i, s in found if s >= self.config.min_similarity}
+        return {i: s for i, s in hits if s >= self.config.min_similarity}
+
+    def _best_hits(self, sentences: bool, lazy: bool) -> BestHits | None:
+        """What the searches should read of their best hits for ranking (every hit's record
+        unless ``lazy``; vector sets for the sentence-vector pass if ``sentences``), for a
+        backend whose searches can (else ``None``)."""
+        if not isinstance(self.backend.search, SearchesReadBestHits):
+            return None
+        best = self.config.part_candidates or self.config.candidates
+        return BestHits(self.model if sentences else None, best, every_record=not lazy)
 
     async def _best_part_scores(
         self,
@@ -602,6 +649,7 @@ class Indexer:
         partition: Scope,
         scores: dict[str, dict[int, float]],
         query: FloatArray,
+        read: BestHits | None = None,
     ) -> dict[int, float]:
         """The vector scores with the best candidates' replaced by their best cosine similarity
         over their whole-text and part vectors.
@@ -638,18 +686,28 @@ class Indexer:
             found = index.best_similarities(candidates, query)
             candidates = tuple(i for i in candidates if i not in found)
         if candidates:
-            found |= await self._stored_best(namespace, partition, candidates, query)
+            found |= await self._stored_best(namespace, partition, candidates, query, read)
         floor = self.config.min_similarity
         return {**whole, **{i: s for i, s in found.items() if s >= floor}}
 
     async def _stored_best(
-        self, namespace: str, partition: Scope, ids: tuple[int, ...], query: FloatArray
+        self,
+        namespace: str,
+        partition: Scope,
+        ids: tuple[int, ...],
+        query: FloatArray,
+        read: BestHits | None = None,
     ) -> dict[int, float]:
         """The best similarity to ``query`` over each record's stored whole-text and part
-        vectors, read from the database (records without vectors are left out)."""
-        sets = await self.backend.search.vector_sets(
-            RecordQuery(namespace, partition, ids=ids), self.model
-        )
+        vectors, from ``read`` or else the database (records without vectors are left
+        out)."""
+        known = read.sets if read is not None else {}
+        missing = tuple(i for i in ids if i not in known)
+        sets = {i: blob for i in ids if (blob := known.get(i)) is not None}
+        if missing:
+            sets |= await self.backend.search.vector_sets(
+                RecordQuery(namespace, partition, ids=missing), self.model
+            )
         if not sets:
             return {}
         width = 4 * len(query)

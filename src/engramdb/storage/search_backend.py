@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -124,6 +125,67 @@ class NativeVectorSearch(Protocol):
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector`` (float32 bytes), best first."""
         ...
+
+
+@dataclass
+class BestHits:
+    """What searches read beside their hits for ranking, in the same statement: of each
+    search's ``best`` hits by score, then id (as ranking chooses them), the record and, given
+    a ``model``, the vector set (whole-text vector, then part vectors, as float32 bytes;
+    ``None``: the hit has no vectors of ``model``); with ``every_record``, every hit's
+    record."""
+
+    model: str | None
+    best: int
+    every_record: bool = False
+    sets: dict[int, bytes | None] = field(default_factory=dict)
+    records: dict[int, Record] = field(default_factory=dict)
+
+
+@runtime_checkable
+class SearchesReadBestHits(Protocol):
+    """A backend whose full-text and nearest-vector searches read what ranking needs of their
+    best hits (``BestHits``) in the same statement, so ranking reads none of it again (for a
+    database a round trip away)."""
+
+    async def text_best(
+        self, query: RecordQuery, match: str, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``text_ids``; the best hits' records and vector sets go into ``found``."""
+        ...
+
+    async def nearest_best(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``nearest`` (of ``found.model``, not ``None``); the best hits' records and vector
+        sets go into ``found``."""
+        ...
+
+    async def text_pruned(
+        self,
+        query: RecordQuery,
+        terms: Sequence[str],
+        rule: WordPruning,
+        limit: int,
+        found: BestHits,
+    ) -> list[tuple[int, float]] | None:
+        """``text_best`` for the ``terms`` ``rule`` keeps in ``query``'s partition, without a
+        round trip for their frequencies; ``None`` when it cannot tell which (the caller then
+        asks for the frequencies and searches)."""
+        ...
+
+
+@dataclass(frozen=True)
+class WordPruning:
+    """Which words of a full-text query hybrid recall leaves out as too common, by the
+    partition's own document frequencies: with at least ``min_docs`` records, those more than
+    ``max_term_share`` of them hold; then, while the words left would score more than
+    ``max_scored_docs`` documents (0: no limit), the most common one. The rarest word always
+    stays."""
+
+    max_term_share: float
+    min_docs: int
+    max_scored_docs: int
 
 
 @runtime_checkable

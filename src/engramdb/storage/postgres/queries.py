@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from engramdb.core.scope import LEVELS, Level, Scope, ScopeFilter
@@ -69,6 +70,19 @@ BM25_B = 0.75
 def record_select_list(alias: str = "r") -> str:
     """The columns of a whole record (``RECORD_SELECTED`` order) from table alias ``alias``."""
     return ", ".join(f"{alias}.{column}" for column in RECORD_SELECTED)
+
+
+#: The record columns whose binary form is not the text the shared row mapping parses.
+_AS_TEXT = frozenset({"value", "metadata", "created_at", "updated_at", "expires_at"})
+_AS_TEXT |= {"occurred_at", "hidden_at"}
+
+
+def record_select_text(alias: str = "r") -> str:
+    """``record_select_list`` for rows read in binary: JSON and times cast to their text."""
+    return ", ".join(
+        f"{alias}.{column}::text AS {column}" if column in _AS_TEXT else f"{alias}.{column}"
+        for column in RECORD_SELECTED
+    )
 
 
 def _values(columns: int, rows: int) -> str:
@@ -292,14 +306,14 @@ PARTITION_TERM_COUNTS = f"""
                  THEN coalesce(t.docs, 0) END
     FROM w LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexeme"""
 _HEAD = f"""
-        WITH lexemes AS (
+        WITH {{kept}}lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted
-            FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words(%s)))),
+            FROM unnest(to_tsvector('{TEXT_CONFIG}', engram_text_words({{words}})))),
         stats AS (
             SELECT greatest(sum(docs), 1)::float8 AS docs,
                    greatest(sum(lexemes)::float8 / greatest(sum(docs), 1), 1) AS avgdl
             FROM text_stats WHERE {{partitions}}),"""
-_MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', %s)"
+_MATCHES = f"tsv @@ websearch_to_tsquery('{TEXT_CONFIG}', {{match}})"
 #: Document frequencies counted in the hits (all of them hold every record that has a word).
 _COUNTED_DF = "SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme"
 
@@ -312,10 +326,57 @@ def _bounded_df(bound: int) -> str:
             FROM tf JOIN terms USING (lexeme) GROUP BY lexeme, terms.docs"""
 
 
-def _bm25_tail(table: str, df: str) -> str:
+@dataclass(frozen=True)
+class VectorSets:
+    """Asks a search statement (read in binary) for what ranking reads of its hits: each row
+    is then the hit's id and score, its stored vector and part vectors of ``model`` (NULL
+    unless it is among the ``best`` by score, then id, as ranking orders them, and has
+    vectors of ``model``), whether it is among them, and then its record
+    (``RECORD_SELECTED`` order; NULL unless among them, or ``every``)."""
+
+    model: str | None
+    best: int
+    every: bool = False
+
+    def ranked(self, order: str) -> str:
+        """A ``best`` column: whether a row is among the best by ``order``."""
+        return f"row_number() OVER (ORDER BY {order}) <= {int(self.best)} AS best"
+
+    def columns(self, ranked: str, score: str) -> str:
+        """The columns of a row of ``ranked`` (with ``id`` and ``best``) and ``score``."""
+        return f"{ranked}.id, {score}, sets.sent, sets.parts, {ranked}.best, " + ", ".join(
+            f"sets.{column}" for column in RECORD_SELECTED
+        )
+
+    def of(self, ranked: str, table: str) -> str:
+        """The vectors and record of a row of ``ranked`` from ``table``, as a LATERAL
+        subquery ``sets``."""
+        vectors = "false"
+        if self.model is not None:
+            literal = self.model.replace("'", "''")
+            vectors = f"{ranked}.best AND r.embedding_model = '{literal}'"
+        read = f"{ranked}.best" if not self.every else "true"
+        # LIMIT 1 keeps the planner from joining the whole table: one key lookup per row read.
+        return (
+            f"LEFT JOIN LATERAL (SELECT CASE WHEN {vectors} THEN r.embedding END AS sent, "
+            f"CASE WHEN {vectors} THEN r.embedding_parts END AS parts, {record_select_text()} "
+            f"FROM {table} r WHERE r.id = {ranked}.id AND {read} LIMIT 1) AS sets ON true"
+        )
+
+
+def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
     """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
     lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
-    rows over ``tf``) and the best scores, joined to their records."""
+    rows over ``tf``) and the best scores, joined to their records (with ``sets``, as
+    ``VectorSets`` says)."""
+    if sets is None:
+        final = f"""SELECT {record_select_list()}, scores.score
+        FROM scores JOIN {table} r ON r.id = scores.id ORDER BY scores.score DESC, r.key"""
+    else:
+        # The best are chosen as ranking chooses them: higher score first, then lower id.
+        final = f"""SELECT {sets.columns("scores", "scores.score")}
+        FROM (SELECT *, {sets.ranked("score DESC, id")} FROM scores) AS scores
+        {sets.of("scores", table)} ORDER BY scores.score DESC, scores.key"""
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
@@ -334,8 +395,7 @@ def _bm25_tail(table: str, df: str) -> str:
             ) AS score
             FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id, tf.key
             ORDER BY score DESC, tf.key LIMIT %s)
-        SELECT {record_select_list()}, scores.score FROM scores JOIN {table} r ON r.id = scores.id
-        ORDER BY scores.score DESC, r.key"""
+        {final}"""
 
 
 def text_search(
@@ -344,6 +404,8 @@ def text_search(
     limit: int,
     tenant: uuid.UUID | None = None,
     bound: int = SCORED_PER_WORD,
+    sets: VectorSets | None = None,
+    kept: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
     each row a record followed by its Okapi BM25 score (higher is better).
@@ -355,17 +417,26 @@ def text_search(
     word more records hold has the partition's document frequency (``text_terms``): the cost
     is then bounded whatever the partition's size. Scores depend on the caller's own records
     only, never on another tenant's. A document's length is its count of distinct lexemes.
+    With ``sets``, each row ends with the vector set columns of ``VectorSets``. With
+    ``kept`` (common table expressions ending in ``kept``, of one row: the ``words`` to
+    score and their ``match`` expression; see ``word_pruning``), the words are those, not
+    ``words``, and its parameters come first.
     """
     where, params = record_where(query)
     scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
     table = table_for(query.namespace)
-    head = _HEAD.format(partitions=" AND ".join(["namespace = %s", *scope_sql]))
-    first = [" ".join(words), query.namespace, *scope_params]
-    last = [*params, any_word(words), limit]
+    head = _HEAD.format(
+        partitions=" AND ".join(["namespace = %s", *scope_sql]),
+        kept=f"{kept}, " if kept else "",
+        words="(SELECT words FROM kept)" if kept else "%s",
+    )
+    matches = _MATCHES.format(match="(SELECT match FROM kept)" if kept else "%s")
+    first = [*([] if kept else [" ".join(words)]), query.namespace, *scope_params]
+    last = [*params, *([] if kept else [any_word(words)]), limit]
     if tenant is None or not isinstance(query.scope, Scope):
         sql = f"""{head}
-        hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {_MATCHES}),
-        {_bm25_tail(table, _COUNTED_DF)}"""
+        hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {matches}),
+        {_bm25_tail(table, _COUNTED_DF, sets)}"""
         return sql, [*first, *last]
     partition = [tenant, query.namespace, *query.scope.columns()]
     # Each word's postings, walked newest first until enough of its records pass the query's
@@ -378,10 +449,10 @@ def text_search(
             SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
                 SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
                 WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where}
-                    AND r.{_MATCHES}
+                    AND r.{matches}
                 ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
             ORDER BY h.id),
-        {_bm25_tail(table, _bounded_df(bound))}"""
+        {_bm25_tail(table, _bounded_df(bound), sets)}"""
     return sql, [*first, *partition, *partition, *last]
 
 
@@ -437,7 +508,12 @@ EXACT_NEAREST_UP_TO = 5000
 
 
 def nearest_select(
-    query: RecordQuery, model: str, dimensions: int, limit: int, exact_up_to: int = 0
+    query: RecordQuery,
+    model: str,
+    dimensions: int,
+    limit: int,
+    exact_up_to: int = 0,
+    sets: VectorSets | None = None,
 ) -> tuple[str, list[Any]]:
     """The ``limit`` records ``query`` selects nearest to a probe vector (the first
     parameter, to bind as a ``vector``), as (id, cosine similarity), best first.
@@ -448,18 +524,20 @@ def nearest_select(
     With ``exact_up_to``, a one-partition query of a partition holding at most that many
     records (``text_stats``) compares the probe with every vector instead (uncast, so that no
     index applies): the statement holds both searches, and runs only the one its size picks.
+    With ``sets``, each row goes on with ``VectorSets``' columns, then, for the best, the
+    whole record (``record_select_list`` order).
     """
     where, params = record_where(query)
     cast = f"vector({int(dimensions)})"
     literal = model.replace("'", "''")
     table = table_for(query.namespace)
     if exact_up_to <= 0 or not isinstance(query.scope, Scope):
-        sql = (
-            f"SELECT id, 1 - distance FROM (SELECT id, embedding::{cast} <=> %s::{cast} "
+        found = (
+            f"SELECT id, embedding::{cast} <=> %s::{cast} "
             f"AS distance FROM {table} WHERE {where} AND embedding_model = '{literal}' "
-            "ORDER BY distance LIMIT %s) AS nearest ORDER BY distance, id"
+            "ORDER BY distance LIMIT %s"
         )
-        return sql, [*params, limit]
+        return _nearest_rows("", found, table, sets), [*params, limit]
 
     def search(vectors: str, size: str) -> str:
         return (
@@ -469,10 +547,24 @@ def nearest_select(
         )
 
     bound = int(exact_up_to)
-    sql = (
+    head = (
         f"WITH probe AS (SELECT %s::{cast} AS v), size AS ("
         f"SELECT coalesce(sum(docs), 0) AS docs FROM text_stats WHERE {PARTITION}) "
-        f"SELECT id, 1 - distance FROM ({search('embedding', f'<= {bound}')} UNION ALL "
-        f"{search(f'embedding::{cast}', f'> {bound}')}) AS nearest ORDER BY distance, id"
     )
+    exact, indexed = search("embedding", f"<= {bound}"), search(f"embedding::{cast}", f"> {bound}")
+    sql = _nearest_rows(head, f"{exact} UNION ALL {indexed}", table, sets)
     return sql, [query.namespace, *query.scope.columns(), *params, limit, *params, limit]
+
+
+def _nearest_rows(head: str, found: str, table: str, sets: VectorSets | None) -> str:
+    """The rows of ``nearest_select`` from ``head`` (its WITH clause) and ``found`` (its
+    search: rows of id and distance)."""
+    if sets is None:
+        return f"{head}SELECT id, 1 - distance FROM ({found}) AS nearest ORDER BY distance, id"
+    # The best are chosen as ranking chooses them: higher similarity first, then lower id.
+    return (
+        f"{head}SELECT {sets.columns('nearest', '1 - nearest.distance')} "
+        f"FROM (SELECT id, distance, {sets.ranked('1 - distance DESC, id')} "
+        f"FROM ({found}) AS found) AS nearest {sets.of('nearest', table)} "
+        "ORDER BY nearest.distance, nearest.id"
+    )

@@ -271,6 +271,21 @@ def _security(table: str) -> tuple[str, ...]:
     )
 
 
+#: The tables whose tenant policy names the transaction's user too (where it names one).
+_USER_POLICY_TABLES = (*USER_PRIVATE_TABLES, "text_terms", "text_postings")
+
+
+def _policy_read_once(table: str) -> str:
+    """``table``'s tenant policy as it was, but reading the transaction's tenant and user
+    once per statement (a scalar subquery is an InitPlan) instead of once per row: an exact
+    nearest-vector scan of 2,000 rows spent half its time in those per-row reads."""
+    tenant_column = "id" if table == "tenants" else "tenant_uuid"
+    rule = f"{tenant_column} = (SELECT engram_tenant())"
+    if table in _USER_POLICY_TABLES:
+        rule += " AND ((SELECT engram_user()) IS NULL OR user_uuid = (SELECT engram_user()))"
+    return f"ALTER POLICY tenant_isolation ON {table} USING ({rule}) WITH CHECK ({rule})"
+
+
 def _sql_text(text: str) -> str:
     """``text`` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
@@ -477,4 +492,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # One trigger keeps a write's full-text statistics, and skips updates of other fields.
     Migration("0015_text_index_trigger", text_index_schema(RECORD_TABLES, _stats_add, _stats_take)),
+    # The same isolation, its settings read once per statement rather than once per row.
+    Migration(
+        "0016_policies_read_context_once",
+        tuple(
+            _policy_read_once(table)
+            for table in (*TENANT_TABLES, "text_stats", "text_terms", "text_postings")
+        ),
+    ),
 )

@@ -20,6 +20,7 @@ from engramdb.storage.postgres.queries import (
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
+    VectorSets,
     any_word,
     match_words,
     nearest_select,
@@ -35,9 +36,10 @@ from engramdb.storage.postgres.queries import (
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
 from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant_uuid
 from engramdb.storage.postgres.vectors import StoredVector
+from engramdb.storage.postgres.word_pruning import prunable, pruned_text_search
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
-from engramdb.storage.search_backend import SCORED_PER_WORD
+from engramdb.storage.search_backend import SCORED_PER_WORD, BestHits, WordPruning
 
 #: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
 EDGE_VECTOR_MODELS = " UNION ".join(
@@ -74,6 +76,19 @@ async def _phrase_count(conn: Connection, namespace: str, scope: Scope, term: st
     return int(row[0]) if row else 0
 
 
+def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
+    """Hits from rows laid out as ``VectorSets`` says, whose records and vector sets go into
+    ``found``."""
+    for row in rows:
+        record_id = int(row[0])
+        if row[4] and found.model is not None:
+            # Read in binary: the vector is already float32 bytes (``VectorLoader``).
+            found.sets[record_id] = None if row[2] is None else row[2] + (row[3] or b"")
+        if row[5] is not None:
+            found.records[record_id] = row_record(row[5:])
+    return [(int(row[0]), float(row[1])) for row in rows]
+
+
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
 _EXACT_PLANS = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
@@ -102,15 +117,56 @@ class PostgresSearch:
     async def text(self, query: RecordQuery, match: str, limit: int) -> list[tuple[Record, float]]:
         """Records ``query`` selects holding any word of the full-text expression ``match``,
         best first, with their BM25 scores (higher is better)."""
+        rows = await self._text_rows(query, match, limit, None)
+        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+
+    async def text_best(
+        self, query: RecordQuery, match: str, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``text_ids``; the best hits' records and vector sets go into ``found``."""
+        sets = VectorSets(found.model, found.best, found.every_record)
+        return _best_hits(await self._text_rows(query, match, limit, sets), found)
+
+    async def text_pruned(
+        self,
+        query: RecordQuery,
+        terms: Sequence[str],
+        rule: WordPruning,
+        limit: int,
+        found: BestHits,
+    ) -> list[tuple[int, float]] | None:
+        """See ``SearchesReadBestHits``: one round trip, for terms of one word each
+        (``word_pruning.prunable``) in one partition."""
+        scope = query.scope
+        if not isinstance(scope, Scope) or not prunable(terms) or limit <= 0:
+            return None
+        tenant = tenant_uuid(scope.tenant)
+        sets = VectorSets(found.model, found.best, found.every_record)
+        sql, params = pruned_text_search(
+            query, terms, rule, limit, tenant, self.scored_per_word, sets
+        )
+        # The frequencies travel with the search: a NULL one means the search kept nothing.
+        counted = Read(
+            PARTITION_TERM_COUNTS,
+            ([word_phrase(t) for t in terms], tenant, query.namespace, *scope.columns()),
+        )
+        async with self._pool.reads(context_for([scope])) as reads:
+            counts, rows = await reads.run([counted, Read(sql, params, binary=True)], last=True)
+        if any(docs is None for _, docs in counts):
+            return None
+        return _best_hits(rows, found)
+
+    async def _text_rows(
+        self, query: RecordQuery, match: str, limit: int, sets: VectorSets | None
+    ) -> list[Any]:
         words = match_words(match)
         if not any_word(words) or limit <= 0:
             return []
         # One partition's query is bounded by its words' postings (see ``text_search``).
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
-        sql, params = text_search(query, words, limit, tenant, self.scored_per_word)
+        sql, params = text_search(query, words, limit, tenant, self.scored_per_word, sets)
         async with self._pool.reads(context_for([query.scope])) as reads:
-            rows = await reads.one(Read(sql, params))
-        return [(row_record(row[:-1]), float(row[-1])) for row in rows]
+            return await reads.one(Read(sql, params, binary=sets is not None))
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
@@ -183,17 +239,33 @@ class PostgresSearch:
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``query`` selects nearest to
         ``vector``, best first, through the HNSW index of ``model`` when there is one."""
+        rows = await self._nearest_rows(query, model, vector, limit, None)
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    async def nearest_best(
+        self, query: RecordQuery, vector: bytes, limit: int, found: BestHits
+    ) -> list[tuple[int, float]]:
+        """``nearest`` (of ``found.model``, not ``None``); the best hits' records and vector
+        sets go into ``found``."""
+        if found.model is None:
+            raise ValueError("a nearest-vector search needs a model")
+        sets = VectorSets(found.model, found.best, found.every_record)
+        rows = await self._nearest_rows(query, found.model, vector, limit, sets)
+        return _best_hits(rows, found)
+
+    async def _nearest_rows(
+        self, query: RecordQuery, model: str, vector: bytes, limit: int, sets: VectorSets | None
+    ) -> list[Any]:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
-        sql, params = nearest_select(query, model, len(vector) // 4, limit, exact)
+        sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
         reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
             # Off: scanning the table, or another index and sorting its rows by distance.
             reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
-        reads.append(Read(sql, [StoredVector(vector), *params]))
+        reads.append(Read(sql, [StoredVector(vector), *params], binary=sets is not None))
         async with self._pool.reads(context_for([query.scope])) as transaction:
-            rows = (await transaction.run(reads, last=True))[-1]
-        return [(int(r[0]), float(r[1])) for r in rows]
+            return (await transaction.run(reads, last=True))[-1]
 
     async def unvectored(self, query: RecordQuery, model: str) -> list[Record]:
         """Records ``query`` selects that have no vector of ``model``."""
