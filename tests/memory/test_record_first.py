@@ -1,7 +1,8 @@
-"""A lone turn with sentences is committed while its whole-text vector is computed, and the
-vector stored right after (``providers.record_first``): once ``memorize`` returns the vector is
-stored and found; a record whose vector was never stored (the process died in between) gets it,
-with its parts, from its pending-parts record when the store is next opened."""
+"""On SQLite a lone turn with sentences is committed while its whole-text vector is computed,
+and the vector queued right after (``providers.record_first``); on every backend, once
+``memorize`` returns the vector is stored and found, and a record whose vector was never stored
+(the process died in between) gets it, with its parts, from its pending-parts record when the
+store is next opened."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ from engramdb.providers.projection import (
     record_entry,
     written_record,
 )
-from engramdb.providers.record_first import owes_parts, write_record_first
+from engramdb.providers.record_first import vector_queue, write_record_first
 from engramdb.storage.backend import Backend, EventQuery
 from engramdb.storage.records import (
     Delete,
@@ -238,9 +238,11 @@ class EventSourcedProvider(MemoryProvider):
         # committed while the model computes that vector (``record_first``). A batch, whose
         # caller waits for throughput rather than for one turn, embeds all at once.
         with self.indexer.deferred.writing():
-            if owes_parts(self, records):
-                return await write_record_first(self, requests, records, envelopes, trace)
-            return await self._embed_and_commit(requests, records, envelopes, trace)
+            queue = vector_queue(self, records)
+            if queue is not None:
+                return await write_record_first(self, queue, requests, records, envelopes, trace)
+            deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
+            return await self._embed_and_commit(requests, records, envelopes, trace, deferring)
 
     async def _embed_and_commit(
         self,
@@ -248,12 +250,12 @@ class EventSourcedProvider(MemoryProvider):
         records: list[Record],
         envelopes: list[EventEnvelope],
         trace: TraceContext,
+        deferring: bool,
     ) -> list[MemoryEntry]:
         # An unavailable model does not fail the write: it commits without vectors and the
-        # records are embedded later (``Indexer.written``). A lone record here has no parts
-        # (``owes_parts``): its sentences are not split again.
+        # records are embedded later (``Indexer.written``).
         embedded = (
-            await self.indexer.embed_for_write(self.spec, records, parts=len(records) > 1)
+            await self.indexer.embed_for_write(self.spec, records, parts=not deferring)
             if self._embeds
             else None
         )
@@ -270,6 +272,11 @@ class EventSourcedProvider(MemoryProvider):
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
                 for r, written in zip(records, envelopes, strict=True)
             ]
+        markers: list[tuple[int, str]] = []
+        if deferring and embedded:
+            markers, extra_ops, extra_events = self.owed_parts(records)
+            ops += extra_ops
+            envelopes += extra_events
         extra_ops, extra_events = self.companion_writes(records)
         result = await self.backend.commit(ops + extra_ops, envelopes + extra_events)
         stored = result.stored[: len(records)]
@@ -282,6 +289,8 @@ class EventSourcedProvider(MemoryProvider):
         )
         if self._embeds:
             self.indexer.written(self.spec, stored, embedded)
+        if markers:
+            self.indexer.deferred.committed(self.spec, self.partition, stored, markers, self.scope)
         if self.companion is not None:
             self.companion.committed(self, stored)
         return [record_entry(r) for r in stored]

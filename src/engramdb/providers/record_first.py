@@ -1,5 +1,5 @@
-"""``write_record_first``: a lone write whose record owes part vectors is committed while the
-model computes its whole-text vector, and the vector is stored right after.
+"""``write_record_first``: on SQLite, a lone write whose record owes part vectors is
+committed while the model computes its whole-text vector, and the vector is queued right after.
 
 Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
 its transaction holds a *pending parts* record naming it. That pending record makes the
@@ -10,11 +10,12 @@ pending record are committed while the model runs, and the vector follows with i
 ``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
 for both one after the other.
 
-The vector's own transaction is awaited, so a search anywhere finds the vector once the write
-returns, except on a backend that runs its reads and writes on one connection in the order they
-are asked for (``QueuedVectorWrites``): there the vector is queued before the write returns,
-every later read comes after it, and only its commit is not waited for. The vector is in this
-process's loaded vector index either way before the write returns.
+Only on a backend that runs its reads and writes on one connection in the order they are asked
+for (``QueuedVectorWrites``, SQLite): the vector's write is queued before the write returns and
+every later read comes after it, so the write need not wait for its commit, and it is in this
+process's loaded vector index at once. Elsewhere (PostgreSQL keeps a record's vector in its
+row) a second transaction would write the row twice, and the caller would wait for it: the
+record is written with its vector in one transaction, after the embedding.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, TraceContext
 from engramdb.core.types import MemoryEntry
 from engramdb.providers.projection import record_entry
-from engramdb.storage.backend import Backend, QueuedVectorWrites
+from engramdb.storage.backend import QueuedVectorWrites
 from engramdb.storage.records import Put, Record
 
 if TYPE_CHECKING:
     from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 
-__all__ = ["owes_parts", "write_record_first"]
+__all__ = ["vector_queue", "write_record_first"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,21 +43,28 @@ _log = logging.getLogger(__name__)
 Embedded = tuple[list[bytes], list[bytes | None]] | None
 
 
-def owes_parts(provider: EventSourcedProvider, records: Sequence[Record]) -> bool:
-    """Whether a write of ``records`` is one ``write_record_first`` takes: a lone record, in a
-    namespace with vectors and part vectors, that has parts."""
-    spec = provider.spec
-    return (
+def vector_queue(
+    provider: EventSourcedProvider, records: Sequence[Record]
+) -> QueuedVectorWrites | None:
+    """The backend, when a write of ``records`` is one ``write_record_first`` takes: a lone
+    record that has parts, in a namespace with vectors and part vectors, on a backend that
+    queues vector writes."""
+    spec, backend = provider.spec, provider.backend
+    if (
         len(records) == 1
         and spec.vectors
         and provider.indexer.embedder is not None
         and spec.embed_parts is not None
-        and bool(spec.record_embed_parts(records[0]))
-    )
+        and isinstance(backend, QueuedVectorWrites)
+        and spec.record_embed_parts(records[0])
+    ):
+        return backend
+    return None
 
 
 async def write_record_first(
     provider: EventSourcedProvider,
+    queue: QueuedVectorWrites,
     requests: Sequence[WriteRequest],
     records: list[Record],
     envelopes: list[EventEnvelope],
@@ -88,7 +96,10 @@ async def write_record_first(
             for r, written in zip(stored, envelopes, strict=True)
         ]
         pairs = [(r.id, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
-        await _store_vectors(provider.backend, indexer.model, pairs, indexed)
+        try:
+            queue.queue_vectors(indexer.model, pairs, indexed).add_done_callback(_unstored)
+        except EngramError as exc:  # closed meanwhile
+            _log.warning("vectors left for the next start to compute: %s", exc.message)
         # Queued after the vectors: their computation reads the stored whole-text vectors.
         indexer.deferred.committed(spec, provider.partition, stored, markers, provider.scope)
     if provider.companion is not None:
@@ -105,21 +116,6 @@ async def _embedded(provider: EventSourcedProvider, records: Sequence[Record]) -
     except EngramError as exc:
         _log.warning("storing without vectors for now: %s", exc.message)
         return None
-
-
-async def _store_vectors(
-    backend: Backend,
-    model: str,
-    pairs: Sequence[tuple[int, bytes]],
-    events: Sequence[EventEnvelope],
-) -> None:
-    if isinstance(backend, QueuedVectorWrites):
-        backend.queue_vectors(model, pairs, events).add_done_callback(_unstored)
-        return
-    try:
-        await backend.search.put_vectors(model, pairs, events)
-    except EngramError as exc:
-        _log.warning("vectors left for the next start to compute: %s", exc.message)
 
 
 def _unstored(future: asyncio.Future[None]) -> None:
