@@ -6,6 +6,8 @@ store is next opened."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +93,27 @@ async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_ne
         assert (whole, parts) == ({record.id: expected[0][0]}, {record.id: expected[1][0]})
         indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
         assert sorted(e.payload["index_type"] for e in indexed) == ["parts", "vector"]
+
+
+async def test_a_memorize_cancelled_after_its_commit_still_stores_its_vector(
+    engine: Engine,
+) -> None:
+    mem = engine.scope(**SCOPE)
+    write = asyncio.ensure_future(mem.episodic.memorize(MemoryItem(text=TURN, role="user")))
+    for _ in range(10_000):
+        if await engine.backend.scan(EPISODES):
+            break
+        await asyncio.sleep(0.0005)
+    # Committed, its vector most likely still being computed: the caller gives up.
+    write.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await write
+    (record,) = await engine.backend.scan(EPISODES)
+    expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
+    assert expected is not None
+    for _ in range(1000):
+        whole, _ = await _stored(engine)
+        if whole:
+            break
+        await asyncio.sleep(0.01)
+    assert whole == {record.id: expected[0][0]}

@@ -72,7 +72,6 @@ async def write_record_first(
 ) -> list[MemoryEntry]:
     """Commit ``records`` (with their events and pending-parts records) while their
     whole-text vectors are computed, then store the vectors (see the module docstring)."""
-    indexer, spec = provider.indexer, provider.spec
     embedding = asyncio.ensure_future(_embedded(provider, records))
     ops = provider.expectations(records, requests)
     ops += [Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)]
@@ -86,7 +85,30 @@ async def write_record_first(
         embedding.cancel()
         raise
     stored = result.stored[: len(records)]
-    embedded = await embedding
+    try:
+        embedded = await asyncio.shield(embedding)
+    except asyncio.CancelledError:
+        # The records are committed: their vectors are still stored once computed.
+        embedding.add_done_callback(
+            lambda done: _finish(provider, queue, stored, envelopes, markers, trace, _got(done))
+        )
+        raise
+    _finish(provider, queue, stored, envelopes, markers, trace, embedded)
+    return [record_entry(r) for r in stored]
+
+
+def _finish(
+    provider: EventSourcedProvider,
+    queue: QueuedVectorWrites,
+    stored: Sequence[Record],
+    envelopes: Sequence[EventEnvelope],
+    markers: Sequence[tuple[int, str]],
+    trace: TraceContext,
+    embedded: Embedded,
+) -> None:
+    """After the commit: the vectors into the loaded index and queued for storing, the parts
+    queued after them, the companion told."""
+    indexer, spec = provider.indexer, provider.spec
     vectors = embedded[0] if embedded else None
     indexer.committed(provider.provider_id, provider.partition, stored, vectors)
     indexer.written(spec, stored, embedded)
@@ -104,7 +126,10 @@ async def write_record_first(
         indexer.deferred.committed(spec, provider.partition, stored, markers, provider.scope)
     if provider.companion is not None:
         provider.companion.committed(provider, stored)
-    return [record_entry(r) for r in stored]
+
+
+def _got(done: asyncio.Future[Embedded]) -> Embedded:
+    return None if done.cancelled() or done.exception() is not None else done.result()
 
 
 async def _embedded(provider: EventSourcedProvider, records: Sequence[Record]) -> Embedded:
