@@ -110,8 +110,10 @@ class WordPieceCounter:
         Raises:
             ModelIntegrityError: the tokenizer file is missing or altered.
         """
-        if not texts:
-            return []
+        if len(texts) < 2:
+            # One text (a lone write) is not worth the batch call: that wakes the tokenizer's
+            # thread pool, whose threads then take the cores from the embedding model.
+            return [self.count(text) for text in texts]
         tokenizer, unk_id = self._tokenizer()
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [_count(t, encoding, unk_id) for t, encoding in zip(texts, encodings, strict=True)]

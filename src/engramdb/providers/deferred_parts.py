@@ -1,15 +1,16 @@
 """``DeferredParts``: the part (sentence) vectors of memories acknowledged with their
 whole-text vector alone, computed right after the write from a durable queue.
 
-A write into a namespace with part vectors commits, in its one transaction, the record, its
-event, its full text, its whole-text vector with its ``memory.indexed`` event, and a *pending
-parts* record (namespace ``parts_pending``, with its own ``memory.written`` event) naming the
-record. The write returns; the part vectors, most of a turn's embedding work, are computed
-once the writes pause (``quiet_s``, or ``max_wait_s`` after they were due), stored with a
-``memory.indexed`` event of ``index_type`` ``parts``, and the pending record is deleted (its
-``memory.deleted`` event says the parts are stored). A process that dies in between leaves the
-pending record in the store: the next engine to open the store computes those parts
-(``resume``); computing them twice stores the same vectors.
+A lone write into a namespace with part vectors commits, in one transaction, the record, its
+event, its full text and a *pending parts* record (namespace ``parts_pending``, with its own
+``memory.written`` event) naming the record; its whole-text vector follows with its
+``memory.indexed`` event (``record_first``). The write returns; the part vectors, most of a
+turn's embedding work, are computed once the writes pause (``quiet_s``, or ``max_wait_s`` after
+they were due), stored with a ``memory.indexed`` event of ``index_type`` ``parts``, and the
+pending record is deleted (its ``memory.deleted`` event says the parts are stored). A process
+that dies in between leaves the pending record in the store: the next engine to open the store
+computes those parts (``resume``), and the whole-text vector too if the write died before
+storing it; computing them twice stores the same vectors.
 
 A search of a partition first computes what this process still owes that partition
 (``settle``), so once the queue is drained a store holds, and a search finds, exactly what it
@@ -201,8 +202,9 @@ class DeferredParts:
             await self._compute(items[start : start + self.batch])
 
     async def _compute(self, items: Sequence[PendingParts]) -> None:
-        """Embed the parts of ``items`` (of one namespace and partition), store them with their
-        records' whole-text vectors, then delete the pending records."""
+        """Embed the parts of ``items`` (of one namespace and partition), and the whole text of
+        those stored without their vector (a write that died before storing it), in one call;
+        store them, then delete the pending records."""
         if not items:
             return
         spec, partition, model = items[0].spec, items[0].partition, self._model()
@@ -211,14 +213,18 @@ class DeferredParts:
         query = RecordQuery(spec.namespace, None, ids=ids, hidden=None)
         found, mains = await self.backend.search.vectors(query, model) if ids else ([], [])
         whole = dict(zip(found, mains, strict=True))
-        # Deleted since, or stored again without a vector: nothing to add parts to.
-        todo = [records[i] for i in ids if i in records and i in whole]
+        todo = [records[i] for i in ids]
+        unvectored = [r for r in todo if r.id not in whole]
         texts = [spec.record_embed_parts(r) for r in todo]
-        blobs = await self._embed([text for each in texts for text in each]) if todo else []
+        wanted = [spec.record_embed_text(r) for r in unvectored]
+        blobs = (
+            await self._embed(wanted + [text for each in texts for text in each]) if todo else []
+        )
         if blobs is None:
             return
+        whole.update((r.id or 0, blob) for r, blob in zip(unvectored, blobs, strict=False))
         parts: list[bytes | None] = []
-        start = 0
+        start = len(unvectored)
         for each in texts:
             parts.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
@@ -226,7 +232,8 @@ class DeferredParts:
             await self.backend.search.put_vectors(
                 model,
                 [(r.id, whole[r.id]) for r in todo if r.id is not None],
-                [_parts_event(r, model) for r in todo],
+                [_indexed_event(r, model, "vector") for r in unvectored]
+                + [_indexed_event(r, model, "parts") for r in todo],
                 parts=parts,
             )
             self._refresh(spec.namespace, partition, todo, [whole[r.id or 0] for r in todo], parts)
@@ -282,9 +289,9 @@ class DeferredParts:
             self._waiting.clear()
 
 
-def _parts_event(record: Record, model: str) -> EventEnvelope:
+def _indexed_event(record: Record, model: str, index_type: str) -> EventEnvelope:
     return MemoryIndexed(
-        key=record.key, index_type="parts", provider_id=record.namespace, model=model
+        key=record.key, index_type=index_type, provider_id=record.namespace, model=model
     ).to_envelope(scope=record.scope)
 
 

@@ -55,6 +55,7 @@ from engramdb.providers.projection import (
     record_entry,
     written_record,
 )
+from engramdb.providers.record_first import vector_queue, write_record_first
 from engramdb.storage.backend import Backend, EventQuery
 from engramdb.storage.records import (
     Delete,
@@ -233,10 +234,14 @@ class EventSourcedProvider(MemoryProvider):
             for event, envelope in zip(events, envelopes, strict=True)
         ]
         # Part vectors are most of the embedding work: a lone write is acknowledged with its
-        # whole-text vector and a durable note that its parts are owed (``DeferredParts``). A
-        # batch, whose caller waits for throughput rather than for one turn, embeds all at once.
-        deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
+        # whole-text vector and a durable note that its parts are owed (``DeferredParts``),
+        # committed while the model computes that vector (``record_first``). A batch, whose
+        # caller waits for throughput rather than for one turn, embeds all at once.
         with self.indexer.deferred.writing():
+            queue = vector_queue(self, records)
+            if queue is not None:
+                return await write_record_first(self, queue, requests, records, envelopes, trace)
+            deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
             return await self._embed_and_commit(requests, records, envelopes, trace, deferring)
 
     async def _embed_and_commit(
@@ -257,11 +262,7 @@ class EventSourcedProvider(MemoryProvider):
         vectors = embedded[0] if embedded else None
         vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
         model = self.indexer.model if embedded else ""
-        ops: list[Op] = [
-            Expect(self.provider_id, self.partition, r.key, request.expected_version)
-            for r, request in zip(records, requests, strict=True)
-            if request.expected_version is not None
-        ]
+        ops = self.expectations(records, requests)
         ops += [
             Put(r, v, model, p, if_absent=request.create)
             for r, (v, p), request in zip(records, vector_sets, requests, strict=True)
@@ -271,18 +272,13 @@ class EventSourcedProvider(MemoryProvider):
                 self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
                 for r, written in zip(records, envelopes, strict=True)
             ]
-        markers = self._parts_markers(records) if deferring and embedded else []
-        if markers:
-            extra_ops, extra_events = self._markers_provider().prepared(
-                [WriteRequest(key, value, "parts") for _, key, value in markers]
-            )
+        markers: list[tuple[int, str]] = []
+        if deferring and embedded:
+            markers, extra_ops, extra_events = self.owed_parts(records)
             ops += extra_ops
             envelopes += extra_events
-        if self.companion is not None:
-            extra_ops, extra_events = self.companion.ops_for(self, records)
-            ops += extra_ops
-            envelopes += extra_events
-        result = await self.backend.commit(ops, envelopes)
+        extra_ops, extra_events = self.companion_writes(records)
+        result = await self.backend.commit(ops + extra_ops, envelopes + extra_events)
         stored = result.stored[: len(records)]
         self.indexer.committed(
             self.provider_id,
@@ -294,19 +290,38 @@ class EventSourcedProvider(MemoryProvider):
         if self._embeds:
             self.indexer.written(self.spec, stored, embedded)
         if markers:
-            self.indexer.deferred.committed(
-                self.spec,
-                self.partition,
-                stored,
-                [(position, key) for position, key, _ in markers],
-                self.scope,
-            )
+            self.indexer.deferred.committed(self.spec, self.partition, stored, markers, self.scope)
         if self.companion is not None:
             self.companion.committed(self, stored)
         return [record_entry(r) for r in stored]
 
-    def _parts_markers(self, records: Sequence[Record]) -> list[tuple[int, str, dict[str, str]]]:
-        return self.indexer.deferred.marker_requests(self.spec, records)
+    def expectations(self, records: Sequence[Record], requests: Sequence[WriteRequest]) -> list[Op]:
+        """The version checks of a write's requests that name an ``expected_version``."""
+        return [
+            Expect(self.provider_id, self.partition, r.key, request.expected_version)
+            for r, request in zip(records, requests, strict=True)
+            if request.expected_version is not None
+        ]
+
+    def owed_parts(
+        self, records: Sequence[Record]
+    ) -> tuple[list[tuple[int, str]], list[Op], list[EventEnvelope]]:
+        """The pending-parts records owed by those of ``records`` that have parts: each one's
+        position and key, and the ops and events that write them (in the records'
+        transaction)."""
+        markers = self.indexer.deferred.marker_requests(self.spec, records)
+        if not markers:
+            return [], [], []
+        ops, events = self._markers_provider().prepared(
+            [WriteRequest(key, value, "parts") for _, key, value in markers]
+        )
+        return [(position, key) for position, key, _ in markers], ops, events
+
+    def companion_writes(self, records: Sequence[Record]) -> tuple[list[Op], list[EventEnvelope]]:
+        """The companion's ops and events to commit with ``records`` (none without one)."""
+        if self.companion is None:
+            return [], []
+        return self.companion.ops_for(self, records)
 
     def _markers_provider(self) -> EventSourcedProvider:
         """Where the pending-parts records of this provider's writes are written."""

@@ -8,6 +8,7 @@ so a state change is never stored without its event, nor an event without its ch
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -220,4 +221,19 @@ class Backend(Protocol):
 
     async def close(self) -> None:
         """Release connections; further calls raise ``EngineClosedError``."""
+        ...
+
+
+@runtime_checkable
+class QueuedVectorWrites(Protocol):
+    """A backend that runs every read and write on one connection, one at a time, in the order
+    they are asked for (SQLite's one writer thread): vectors queued with ``queue_vectors`` are
+    seen by every read asked for after it returns, so their writer need not wait for their
+    commit to be read back."""
+
+    def queue_vectors(
+        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+    ) -> asyncio.Future[None]:
+        """``search.put_vectors`` of whole-text vectors, queued before this returns; the future
+        is done once they are committed (or failed, with the driver's error)."""
         ...

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -36,6 +37,7 @@ from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     UPSERT_RECORD,
     UPSERT_VECTOR,
+    UPSERT_VECTOR_IF_PRESENT,
     record_select,
     record_where,
     redact_events,
@@ -213,6 +215,20 @@ class SqliteBackend:
         """Apply ``ops`` and append ``events`` atomically."""
         ops, events = list(ops), list(events)
         return await self._worker.write(lambda conn: _apply(conn, ops, events))
+
+    def queue_vectors(
+        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+    ) -> asyncio.Future[None]:
+        """Store whole-text vectors by record id (records deleted meanwhile are skipped) and
+        append ``events``, in a write queued on the one connection before this returns."""
+        rows = [(model, blob, None, record_id) for record_id, blob in vectors]
+        batch = list(events)
+
+        def store(conn: sqlite3.Connection) -> None:
+            conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
+            insert_events(conn, batch)
+
+        return self._worker.queue(store)
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None

@@ -121,15 +121,21 @@ class SqliteWorker:
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` inside ``BEGIN IMMEDIATE … COMMIT``; any exception rolls back all it did
         (and nothing else). Writes queued meanwhile share the transaction and its commit."""
+        future = self.queue(fn)
+        try:
+            result: T = await future
+        except sqlite3.Error as exc:
+            raise self._translated(exc) from exc
+        return result
+
+    def queue(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """``write``, queued before this returns: every call made on this worker afterwards
+        runs after it. The future holds its result, or the driver's untranslated error."""
         self._open_connection()
         queued = _QueuedWrite(fn, asyncio.get_running_loop())
         self._writes.append(queued)
         self._executor.submit(self._commit_queued)
-        try:
-            result: T = await queued.future
-        except sqlite3.Error as exc:
-            raise self._translated(exc) from exc
-        return result
+        return queued.future
 
     def _commit_queued(self) -> None:
         """On the worker thread: commit the writes queued so far (none if an earlier call

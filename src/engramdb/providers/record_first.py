@@ -1,0 +1,149 @@
+"""``write_record_first``: on SQLite, a lone write whose record owes part vectors is
+committed while the model computes its whole-text vector, and the vector is queued right after.
+
+Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
+its transaction holds a *pending parts* record naming it. That pending record makes the
+whole-text vector just as safe to store in a transaction of its own: a record whose vector is
+not stored when the process dies is embedded, whole text and parts, by the next engine to open
+the store (``DeferredParts.resume``). So the record, its ``memory.written`` event and the
+pending record are committed while the model runs, and the vector follows with its
+``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
+for both one after the other.
+
+Only on a backend that runs its reads and writes on one connection in the order they are asked
+for (``QueuedVectorWrites``, SQLite): the vector's write is queued before the write returns and
+every later read comes after it, so the write need not wait for its commit, and it is in this
+process's loaded vector index at once. Elsewhere (PostgreSQL keeps a record's vector in its
+row) a second transaction would write the row twice, and the caller would wait for it: the
+record is written with its vector in one transaction, after the embedding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engramdb.core.errors import EngramError
+from engramdb.core.events import EventEnvelope, TraceContext
+from engramdb.core.types import MemoryEntry
+from engramdb.providers.projection import record_entry
+from engramdb.storage.backend import QueuedVectorWrites
+from engramdb.storage.records import Put, Record
+
+if TYPE_CHECKING:
+    from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
+
+__all__ = ["vector_queue", "write_record_first"]
+
+_log = logging.getLogger(__name__)
+
+#: What ``Indexer.embed_for_write`` gives: whole-text vectors and part vectors, or nothing.
+Embedded = tuple[list[bytes], list[bytes | None]] | None
+
+
+def vector_queue(
+    provider: EventSourcedProvider, records: Sequence[Record]
+) -> QueuedVectorWrites | None:
+    """The backend, when a write of ``records`` is one ``write_record_first`` takes: a lone
+    record that has parts, in a namespace with vectors and part vectors, on a backend that
+    queues vector writes."""
+    spec, backend = provider.spec, provider.backend
+    if (
+        len(records) == 1
+        and spec.vectors
+        and provider.indexer.embedder is not None
+        and spec.embed_parts is not None
+        and isinstance(backend, QueuedVectorWrites)
+        and spec.record_embed_parts(records[0])
+    ):
+        return backend
+    return None
+
+
+async def write_record_first(
+    provider: EventSourcedProvider,
+    queue: QueuedVectorWrites,
+    requests: Sequence[WriteRequest],
+    records: list[Record],
+    envelopes: list[EventEnvelope],
+    trace: TraceContext,
+) -> list[MemoryEntry]:
+    """Commit ``records`` (with their events and pending-parts records) while their
+    whole-text vectors are computed, then store the vectors (see the module docstring)."""
+    embedding = asyncio.ensure_future(_embedded(provider, records))
+    ops = provider.expectations(records, requests)
+    ops += [Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)]
+    markers, marker_ops, marker_events = provider.owed_parts(records)
+    companion_ops, companion_events = provider.companion_writes(records)
+    ops += marker_ops + companion_ops
+    events = envelopes + marker_events + companion_events
+    try:
+        result = await provider.backend.commit(ops, events)
+    except BaseException:
+        embedding.cancel()
+        raise
+    stored = result.stored[: len(records)]
+    try:
+        embedded = await asyncio.shield(embedding)
+    except asyncio.CancelledError:
+        # The records are committed: their vectors are still stored once computed.
+        embedding.add_done_callback(
+            lambda done: _finish(provider, queue, stored, envelopes, markers, trace, _got(done))
+        )
+        raise
+    _finish(provider, queue, stored, envelopes, markers, trace, embedded)
+    return [record_entry(r) for r in stored]
+
+
+def _finish(
+    provider: EventSourcedProvider,
+    queue: QueuedVectorWrites,
+    stored: Sequence[Record],
+    envelopes: Sequence[EventEnvelope],
+    markers: Sequence[tuple[int, str]],
+    trace: TraceContext,
+    embedded: Embedded,
+) -> None:
+    """After the commit: the vectors into the loaded index and queued for storing, the parts
+    queued after them, the companion told."""
+    indexer, spec = provider.indexer, provider.spec
+    vectors = embedded[0] if embedded else None
+    indexer.committed(provider.provider_id, provider.partition, stored, vectors)
+    indexer.written(spec, stored, embedded)
+    if vectors:
+        indexed = [
+            indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
+            for r, written in zip(stored, envelopes, strict=True)
+        ]
+        pairs = [(r.id, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
+        try:
+            queue.queue_vectors(indexer.model, pairs, indexed).add_done_callback(_unstored)
+        except EngramError as exc:  # closed meanwhile
+            _log.warning("vectors left for the next start to compute: %s", exc.message)
+        # Queued after the vectors: their computation reads the stored whole-text vectors.
+        indexer.deferred.committed(spec, provider.partition, stored, markers, provider.scope)
+    if provider.companion is not None:
+        provider.companion.committed(provider, stored)
+
+
+def _got(done: asyncio.Future[Embedded]) -> Embedded:
+    return None if done.cancelled() or done.exception() is not None else done.result()
+
+
+async def _embedded(provider: EventSourcedProvider, records: Sequence[Record]) -> Embedded:
+    """The whole-text vectors of ``records``; ``None`` when they cannot be computed now: the
+    records are committed by then, so they are embedded later instead (``PendingVectors``, or
+    the pending-parts records at the next start)."""
+    try:
+        return await provider.indexer.embed_for_write(provider.spec, records, parts=False)
+    except EngramError as exc:
+        _log.warning("storing without vectors for now: %s", exc.message)
+        return None
+
+
+def _unstored(future: asyncio.Future[None]) -> None:
+    # The pending-parts records stay in the store: the next engine to open it embeds them.
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        _log.warning("vectors left for the next start to compute: %s", exc)

@@ -1,0 +1,119 @@
+"""On SQLite a lone turn with sentences is committed while its whole-text vector is computed,
+and the vector queued right after (``providers.record_first``); on every backend, once
+``memorize`` returns the vector is stored and found, and a record whose vector was never stored
+(the process died in between) gets it, with its parts, from its pending-parts record when the
+store is next opened."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import engramdb
+from engramdb.core.events import new_id
+from engramdb.core.intent import MemoryItem
+from engramdb.engine import Engine, EngineConfig
+from engramdb.index.minilm import MiniLMEmbedder
+from engramdb.orchestrator.episodic import EPISODIC_SPEC
+from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
+from engramdb.providers.event_sourced import WriteRequest
+from engramdb.storage.backend import EventQuery
+from engramdb.storage.records import RecordQuery
+
+SCOPE = {"tenant": "acme", "user": "alice"}
+TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
+EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store of each backend, by the path or URL it is opened with."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "engram.db")
+    else:
+        from tests.postgres.database import empty_database
+
+        yield empty_database()
+
+
+async def _stored(engine: Engine) -> tuple[dict[int, bytes], dict[int, bytes]]:
+    model = engine.indexer.model
+    ids, blobs = await engine.backend.search.vectors(EPISODES, model)
+    return dict(zip(ids, blobs, strict=True)), await engine.backend.search.part_vectors(
+        EPISODES, model
+    )
+
+
+async def test_the_vector_is_stored_and_found_when_memorize_returns(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        mem = engine.scope(**SCOPE)
+        await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
+        (record,) = await engine.backend.scan(EPISODES)
+        whole, _ = await _stored(engine)
+        expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
+        assert expected is not None
+        assert whole == {record.id: expected[0][0]}
+        events = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
+        assert [(e.payload["key"], e.payload["index_type"]) for e in events] == [
+            (record.key, "vector")
+        ]
+        hits = await mem.episodic.remember("who lost a hat on the ferry?", limit=1)
+        assert [hit.text for hit in hits] == [TURN]
+        assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
+
+
+async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_next_open(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    # What a process that died between the record's commit and its vector's leaves behind:
+    # the record and its pending-parts record, and no vector.
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        provider = engine.scope(**SCOPE).episodic.provider
+        await provider.write_many([WriteRequest("turn-1", {"text": TURN, "role": "user"})])
+        markers = provider._markers_provider()
+        ops, events = markers.prepared(
+            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
+        )
+        await engine.backend.commit(ops, events)
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        hits = await engine.scope(**SCOPE).episodic.remember("who lost a hat?", limit=1)
+        assert [hit.text for hit in hits] == [TURN]
+        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+        (record,) = await engine.backend.scan(EPISODES)
+        whole, parts = await _stored(engine)
+        expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record])
+        assert expected is not None
+        # Exactly what a write that computed every vector itself would have stored.
+        assert (whole, parts) == ({record.id: expected[0][0]}, {record.id: expected[1][0]})
+        indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
+        assert sorted(e.payload["index_type"] for e in indexed) == ["parts", "vector"]
+
+
+async def test_a_memorize_cancelled_after_its_commit_still_stores_its_vector(
+    engine: Engine,
+) -> None:
+    mem = engine.scope(**SCOPE)
+    write = asyncio.ensure_future(mem.episodic.memorize(MemoryItem(text=TURN, role="user")))
+    for _ in range(10_000):
+        if await engine.backend.scan(EPISODES):
+            break
+        await asyncio.sleep(0.0005)
+    # Committed, its vector most likely still being computed: the caller gives up.
+    write.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await write
+    (record,) = await engine.backend.scan(EPISODES)
+    expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
+    assert expected is not None
+    for _ in range(1000):
+        whole, _ = await _stored(engine)
+        if whole:
+            break
+        await asyncio.sleep(0.01)
+    assert whole == {record.id: expected[0][0]}
