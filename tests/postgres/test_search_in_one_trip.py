@@ -110,3 +110,23 @@ def test_only_one_piece_lower_case_words_are_pruned_in_the_statement() -> None:
     assert not prunable(["apple", "pear_tree"])
     assert not prunable(["Apple"])
     assert not prunable(["don't"])
+
+
+async def test_searches_planned_once_show_each_tenant_its_own_records() -> None:
+    # Run often enough on every pooled connection to be prepared and planned generically, the
+    # searches still read the tenant set at each transaction's start, not the first one's.
+    config = EngineConfig(embedder=MiniLMEmbedder(threads=1))
+    async with engramdb.open(empty_database(), config=config) as opened:
+        for tenant in ("t", "other"):
+            await opened.scope(tenant=tenant, user="u").episodic.memorize_many(
+                [MemoryItem(text=f"{tenant} {_text(at)}", role="user") for at in range(30)]
+            )
+        mine = opened.scope(tenant="t", user="u").episodic
+        theirs = opened.scope(tenant="other", user="u").episodic
+        first = await mine.remember("apple pear plum")
+        for _ in range(30):
+            assert await mine.remember("apple pear plum") == first
+        found = await theirs.remember("apple pear plum")
+    assert found
+    assert {hit.text.split()[0] for hit in first} == {"t"}
+    assert {hit.text.split()[0] for hit in found} == {"other"}

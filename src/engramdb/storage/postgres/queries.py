@@ -439,6 +439,9 @@ def text_search(
         {_bm25_tail(table, _COUNTED_DF, sets)}"""
         return sql, [*first, *last]
     partition = [tenant, query.namespace, *query.scope.columns()]
+    # The kept words are one lexeme each, and a posting says its record holds its lexeme: the
+    # match would only read every hit's words once more (a fifth of the statement's time).
+    holds = "" if kept else f"AND r.{matches}"
     # Each word's postings, walked newest first until enough of its records pass the query's
     # own conditions (with none beyond the partition's, those are the first ones).
     sql = f"""{head}
@@ -448,8 +451,7 @@ def text_search(
         hits AS (
             SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
                 SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
-                WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where}
-                    AND r.{matches}
+                WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where} {holds}
                 ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
             ORDER BY h.id),
         {_bm25_tail(table, _bounded_df(bound), sets)}"""
