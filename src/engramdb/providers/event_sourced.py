@@ -55,7 +55,7 @@ from engramdb.providers.projection import (
     record_entry,
     written_record,
 )
-from engramdb.providers.record_first import record_first, write_record_first
+from engramdb.providers.record_first import vector_queue, write_record_first
 from engramdb.storage.backend import Backend, EventQuery
 from engramdb.storage.records import (
     Delete,
@@ -238,9 +238,9 @@ class EventSourcedProvider(MemoryProvider):
         # committed while the model computes that vector (``record_first``). A batch, whose
         # caller waits for throughput rather than for one turn, embeds all at once.
         with self.indexer.deferred.writing():
-            backend = record_first(self, records)
-            if backend is not None:
-                return await write_record_first(self, backend, requests, records, envelopes, trace)
+            queue = vector_queue(self, records)
+            if queue is not None:
+                return await write_record_first(self, queue, requests, records, envelopes, trace)
             deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
             return await self._embed_and_commit(requests, records, envelopes, trace, deferring)
 

@@ -1,24 +1,21 @@
-"""``write_record_first``: a lone write whose record owes part vectors is sent to the store
-while the model computes its whole-text vector; the caller waits for the longer of the two and
-one short step after, not for both one after the other.
+"""``write_record_first``: on SQLite, a lone write whose record owes part vectors is
+committed while the model computes its whole-text vector, and the vector is queued right after.
 
-On SQLite the record is committed first. Such a write already leaves its part vectors owed when
-it is acknowledged (``DeferredParts``): its transaction holds a *pending parts* record naming
-it. That pending record makes the whole-text vector just as safe to store in a transaction of
-its own: a record whose vector is not stored when the process dies is embedded, whole text and
-parts, by the next engine to open the store (``DeferredParts.resume``). So the record, its
-``memory.written`` event and the pending record are committed while the model runs, and the
-vector follows with its ``memory.indexed`` event. This needs a backend that runs its reads and
-writes on one connection in the order they are asked for (``QueuedVectorWrites``): the
-vector's write is queued before the write returns and every later read comes after it, so the
-write need not wait for its commit, and it is in this process's loaded vector index at once.
+Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
+its transaction holds a *pending parts* record naming it. That pending record makes the
+whole-text vector just as safe to store in a transaction of its own: a record whose vector is
+not stored when the process dies is embedded, whole text and parts, by the next engine to open
+the store (``DeferredParts.resume``). So the record, its ``memory.written`` event and the
+pending record are committed while the model runs, and the vector follows with its
+``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
+for both one after the other.
 
-On PostgreSQL, which keeps a record's vector in its row, a second transaction would write the
-row twice and the caller would wait for it. There the transaction stays open instead
-(``VectorsInTransaction``): the record's statements are on the server while the model runs,
-and the vector, every event and the commit follow in one round trip. It is one transaction,
-all or nothing, and nothing of it is visible before the commit; a cancelled write leaves
-nothing.
+Only on a backend that runs its reads and writes on one connection in the order they are asked
+for (``QueuedVectorWrites``, SQLite): the vector's write is queued before the write returns and
+every later read comes after it, so the write need not wait for its commit, and it is in this
+process's loaded vector index at once. Elsewhere (PostgreSQL keeps a record's vector in its
+row) a second transaction would write the row twice, and the caller would wait for it: the
+record is written with its vector in one transaction, after the embedding.
 """
 
 from __future__ import annotations
@@ -32,13 +29,13 @@ from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, TraceContext
 from engramdb.core.types import MemoryEntry
 from engramdb.providers.projection import record_entry
-from engramdb.storage.backend import LaterVectors, QueuedVectorWrites, VectorsInTransaction
+from engramdb.storage.backend import QueuedVectorWrites
 from engramdb.storage.records import Put, Record
 
 if TYPE_CHECKING:
     from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 
-__all__ = ["record_first", "write_record_first"]
+__all__ = ["vector_queue", "write_record_first"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,19 +43,19 @@ _log = logging.getLogger(__name__)
 Embedded = tuple[list[bytes], list[bytes | None]] | None
 
 
-def record_first(
+def vector_queue(
     provider: EventSourcedProvider, records: Sequence[Record]
-) -> QueuedVectorWrites | VectorsInTransaction | None:
+) -> QueuedVectorWrites | None:
     """The backend, when a write of ``records`` is one ``write_record_first`` takes: a lone
     record that has parts, in a namespace with vectors and part vectors, on a backend that
-    queues vector writes or writes them in the records' transaction."""
+    queues vector writes."""
     spec, backend = provider.spec, provider.backend
     if (
         len(records) == 1
         and spec.vectors
         and provider.indexer.embedder is not None
         and spec.embed_parts is not None
-        and isinstance(backend, QueuedVectorWrites | VectorsInTransaction)
+        and isinstance(backend, QueuedVectorWrites)
         and spec.record_embed_parts(records[0])
     ):
         return backend
@@ -67,14 +64,14 @@ def record_first(
 
 async def write_record_first(
     provider: EventSourcedProvider,
-    backend: QueuedVectorWrites | VectorsInTransaction,
+    queue: QueuedVectorWrites,
     requests: Sequence[WriteRequest],
     records: list[Record],
     envelopes: list[EventEnvelope],
     trace: TraceContext,
 ) -> list[MemoryEntry]:
-    """Write ``records`` (with their events and pending-parts records) while their whole-text
-    vectors are computed, then store the vectors (see the module docstring)."""
+    """Commit ``records`` (with their events and pending-parts records) while their
+    whole-text vectors are computed, then store the vectors (see the module docstring)."""
     embedding = asyncio.ensure_future(_embedded(provider, records))
     ops = provider.expectations(records, requests)
     ops += [Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)]
@@ -82,109 +79,53 @@ async def write_record_first(
     companion_ops, companion_events = provider.companion_writes(records)
     ops += marker_ops + companion_ops
     events = envelopes + marker_events + companion_events
-    written = _Written(provider, records, envelopes, markers, trace)
     try:
-        if isinstance(backend, QueuedVectorWrites):
-            result = await provider.backend.commit(ops, events)
-        else:
-            result = await backend.commit_awaiting_vectors(
-                ops, events, written.later_vectors(embedding)
-            )
+        result = await provider.backend.commit(ops, events)
     except BaseException:
         embedding.cancel()
         raise
     stored = result.stored[: len(records)]
-    if not isinstance(backend, QueuedVectorWrites):
-        written.finish(stored, written.embedded)
-        return [record_entry(r) for r in stored]
     try:
         embedded = await asyncio.shield(embedding)
     except asyncio.CancelledError:
         # The records are committed: their vectors are still stored once computed.
-        embedding.add_done_callback(lambda done: written.finish(stored, _got(done), backend))
+        embedding.add_done_callback(
+            lambda done: _finish(provider, queue, stored, envelopes, markers, trace, _got(done))
+        )
         raise
-    written.finish(stored, embedded, backend)
+    _finish(provider, queue, stored, envelopes, markers, trace, embedded)
     return [record_entry(r) for r in stored]
 
 
-class _Written:
-    """What a record-first write does once its records are committed."""
-
-    def __init__(
-        self,
-        provider: EventSourcedProvider,
-        records: Sequence[Record],
-        envelopes: Sequence[EventEnvelope],
-        markers: Sequence[tuple[int, str]],
-        trace: TraceContext,
-    ) -> None:
-        self.provider, self.records, self.envelopes = provider, records, envelopes
-        self.markers, self.trace = markers, trace
-        #: What the embedding gave, once the transaction that waits for it has it.
-        self.embedded: Embedded = None
-
-    def indexed(self, stored: Sequence[Record]) -> list[EventEnvelope]:
-        """The ``memory.indexed`` events of storing the vectors of ``stored``."""
-        indexer, scope = self.provider.indexer, self.provider.scope
-        return [
-            indexer.indexed_event(r, scope, self.trace.caused_by(written.event_id))
-            for r, written in zip(stored, self.envelopes, strict=True)
+def _finish(
+    provider: EventSourcedProvider,
+    queue: QueuedVectorWrites,
+    stored: Sequence[Record],
+    envelopes: Sequence[EventEnvelope],
+    markers: Sequence[tuple[int, str]],
+    trace: TraceContext,
+    embedded: Embedded,
+) -> None:
+    """After the commit: the vectors into the loaded index and queued for storing, the parts
+    queued after them, the companion told."""
+    indexer, spec = provider.indexer, provider.spec
+    vectors = embedded[0] if embedded else None
+    indexer.committed(provider.provider_id, provider.partition, stored, vectors)
+    indexer.written(spec, stored, embedded)
+    if vectors:
+        indexed = [
+            indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
+            for r, written in zip(stored, envelopes, strict=True)
         ]
-
-    def later_vectors(self, embedding: asyncio.Future[Embedded]) -> LaterVectors:
-        """The vectors a transaction that writes the records waits for."""
-        indexer = self.provider.indexer
-        assert indexer.embedder is not None
-        count = len(self.records)
-
-        async def compute(
-            stored: list[Record],
-        ) -> tuple[list[tuple[int, bytes]], list[EventEnvelope]] | None:
-            self.embedded = await embedding
-            if not self.embedded:
-                return None
-            records = stored[:count]
-            pairs = [
-                (r.id, v)
-                for r, v in zip(records, self.embedded[0], strict=True)
-                if r.id is not None
-            ]
-            return pairs, self.indexed(records)
-
-        return LaterVectors(
-            self.records[0].namespace, indexer.model, indexer.embedder.dimensions, compute, count
-        )
-
-    def finish(
-        self,
-        stored: Sequence[Record],
-        embedded: Embedded,
-        queue: QueuedVectorWrites | None = None,
-    ) -> None:
-        """After the commit: the vectors into the loaded index (and queued for storing, on a
-        backend that queues them), the parts queued after them, the companion told."""
-        provider = self.provider
-        indexer, spec = provider.indexer, provider.spec
-        vectors = embedded[0] if embedded else None
-        indexer.committed(provider.provider_id, provider.partition, stored, vectors)
-        indexer.written(spec, stored, embedded)
-        if vectors:
-            if queue is not None:
-                pairs = [
-                    (r.id, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None
-                ]
-                try:
-                    queue.queue_vectors(
-                        indexer.model, pairs, self.indexed(stored)
-                    ).add_done_callback(_unstored)
-                except EngramError as exc:  # closed meanwhile
-                    _log.warning("vectors left for the next start to compute: %s", exc.message)
-            # Queued after the vectors: their computation reads the stored whole-text vectors.
-            indexer.deferred.committed(
-                spec, provider.partition, stored, self.markers, provider.scope
-            )
-        if provider.companion is not None:
-            provider.companion.committed(provider, stored)
+        pairs = [(r.id, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
+        try:
+            queue.queue_vectors(indexer.model, pairs, indexed).add_done_callback(_unstored)
+        except EngramError as exc:  # closed meanwhile
+            _log.warning("vectors left for the next start to compute: %s", exc.message)
+        # Queued after the vectors: their computation reads the stored whole-text vectors.
+        indexer.deferred.committed(spec, provider.partition, stored, markers, provider.scope)
+    if provider.companion is not None:
+        provider.companion.committed(provider, stored)
 
 
 def _got(done: asyncio.Future[Embedded]) -> Embedded:

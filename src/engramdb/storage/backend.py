@@ -237,38 +237,3 @@ class QueuedVectorWrites(Protocol):
         """``search.put_vectors`` of whole-text vectors, queued before this returns; the future
         is done once they are committed (or failed, with the driver's error)."""
         ...
-
-
-#: For the records a transaction stored: their whole-text vectors by record id and the events
-#: of storing them, or ``None`` when none can be computed now.
-VectorsOf = Callable[
-    [list[Record]], Awaitable[tuple[list[tuple[int, bytes]], list[EventEnvelope]] | None]
-]
-
-
-@dataclass(frozen=True)
-class LaterVectors:
-    """Whole-text vectors a write transaction waits for while its records are written:
-    ``model``'s, ``dimensions`` long, of records of ``namespace``; ``compute`` gives them, and
-    the events of storing them go after the first ``events_at`` of the transaction's events."""
-
-    namespace: str
-    model: str
-    dimensions: int
-    compute: VectorsOf
-    events_at: int
-
-
-@runtime_checkable
-class VectorsInTransaction(Protocol):
-    """A backend that can write a transaction's records and then wait, the transaction open,
-    for their vectors (PostgreSQL: the statements are on the server while the model runs)."""
-
-    async def commit_awaiting_vectors(
-        self, ops: Sequence[Op], events: Sequence[EventEnvelope], vectors: LaterVectors
-    ) -> CommitResult:
-        """``commit(ops, events)``, and in the same transaction the vectors of the records it
-        stored and their events, once ``vectors.compute`` gives them (none when it gives
-        ``None``): nothing is visible before the commit, and an error or a cancellation
-        rolls everything back."""
-        ...

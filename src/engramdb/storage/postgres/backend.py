@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -22,7 +21,7 @@ from psycopg import AsyncPipeline
 from engramdb.core.errors import MigrationError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
-from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold, LaterVectors
+from engramdb.storage.backend import BackendStats, CommitResult, EventQuery, Fold
 from engramdb.storage.migrations import pending
 from engramdb.storage.postgres.connection import (
     Connection,
@@ -183,14 +182,6 @@ async def _send(
 ) -> tuple[Queued, list[Cursor]]:
     """Queue every statement of ``ops`` and ``events`` on ``conn`` (in pipeline mode): each
     run or op with its cursor, and the events' cursors."""
-    sent = await _send_ops(conn, ops, events)
-    return sent, await send_events(conn, events)
-
-
-async def _send_ops(conn: Connection, ops: Sequence[Op], events: Sequence[EventEnvelope]) -> Queued:
-    """Queue the statements of ``ops`` on ``conn`` (in pipeline mode), after the writers' lock
-    and the replicas of the tenants and users of ``ops`` and ``events``: each run or op with
-    its cursor."""
     await hold_writers(conn)
     await ensure_replicas(
         conn,
@@ -203,7 +194,7 @@ async def _send_ops(conn: Connection, ops: Sequence[Op], events: Sequence[EventE
             *((e.scope.tenant, "") for e in events),
         ],
     )
-    return [
+    sent = [
         (
             run,
             await conn.execute(
@@ -212,6 +203,7 @@ async def _send_ops(conn: Connection, ops: Sequence[Op], events: Sequence[EventE
         )
         for run in _runs(ops)
     ]
+    return sent, await send_events(conn, events)
 
 
 def _refusable(ops: Sequence[Op]) -> bool:
@@ -382,47 +374,6 @@ class PostgresBackend:
             )
         async with self._pool.pipelined(context) as (conn, pipeline):
             return await _apply(conn, pipeline, ops, events)
-
-    async def commit_awaiting_vectors(
-        self, ops: Sequence[Op], events: Sequence[EventEnvelope], vectors: LaterVectors
-    ) -> CommitResult:
-        """``commit(ops, events)`` with the vectors ``vectors.compute`` gives for the records
-        it stored, in one transaction and, after the computation, one round trip: the records
-        are on the server while the model runs, their vectors follow with every event and the
-        commit. The events wait for that last round trip because the log's order lock, which
-        every writer of every tenant takes, is held until the commit; the locks the records
-        take (their partition's statistics rows) keep only writers of that partition waiting
-        while the model runs."""
-        ops, events = list(ops), list(events)
-        table = table_for(vectors.namespace)
-        # Before the transaction: a first index is created by another connection.
-        await self._indexes.ensure(table, vectors.model, vectors.dimensions)
-        context = context_for([*_scopes(ops), *(e.scope for e in events)])
-
-        async def send_last(
-            conn: Connection, sent: Queued
-        ) -> tuple[CommitResult, list[EventEnvelope], list[Cursor]]:
-            result = await _results(sent, [], [])
-            computed = await vectors.compute(result.stored)
-            pairs, indexed = computed if computed is not None else ([], [])
-            for record_id, blob in pairs:
-                await conn.execute(
-                    f"UPDATE {table} SET embedding = %s, embedding_model = %s WHERE id = %s",
-                    (StoredVector(blob), vectors.model, record_id),
-                )
-            at = vectors.events_at
-            logged = [*events[:at], *indexed, *events[at:]]
-            return result, logged, await send_events(conn, logged)
-
-        async def finish(
-            queued: tuple[CommitResult, list[EventEnvelope], list[Cursor]],
-        ) -> CommitResult:
-            result, logged, appended = queued
-            return replace(result, events=await positioned(logged, appended))
-
-        return await self._pool.write_twice(
-            context, lambda conn: _send_ops(conn, ops, events), send_last, finish
-        )
 
     def bulk_load(self, index_memory_mb: int) -> AbstractAsyncContextManager[None]:
         """While this runs, a model's first vectors in a table note its HNSW index instead of

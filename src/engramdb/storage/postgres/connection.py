@@ -31,7 +31,6 @@ Connection = AsyncConnection[tuple[Any, ...]]
 Cursor = AsyncCursor[tuple[Any, ...]]
 Sent = TypeVar("Sent")
 Done = TypeVar("Done")
-Queued = TypeVar("Queued")
 
 _ENTER = (
     "SELECT set_config('role', %s, true), set_config('app.current_tenant', %s, true), "
@@ -97,15 +96,6 @@ class Reads:
         self._done = True
         if self._conn.info.transaction_status in _OPEN:
             await self._conn.rollback()
-
-
-async def _entered(
-    conn: Connection, context: Context, send: Callable[[Connection], Awaitable[Sent]]
-) -> Sent:
-    """Queue the role and tenant settings of ``context``, then what ``send`` queues."""
-    tenant, user = context.settings()
-    await conn.execute(_ENTER, (context.role, tenant, user))
-    return await send(conn)
 
 
 def redacted_url(url: str) -> str:
@@ -223,41 +213,14 @@ class PostgresPool:
         statements (in pipeline mode), the commit is queued after them, and ``finish`` reads
         what ``send`` returned (its cursors) once every result is back. An error of any
         statement rolls it all back. For writes no result of which may refuse the commit."""
-        async with self._writing() as conn:
-            async with conn.pipeline():
-                sent = await _entered(conn, context, send)
-                await conn.execute("COMMIT")
-            return await finish(sent)
-
-    async def write_twice(
-        self,
-        context: Context,
-        send: Callable[[Connection], Awaitable[Sent]],
-        send_last: Callable[[Connection, Sent], Awaitable[Queued]],
-        finish: Callable[[Queued], Awaitable[Done]],
-    ) -> Done:
-        """A write transaction as ``context`` in two round trips: ``send`` queues its first
-        statements (in pipeline mode) and they are sent at once; ``send_last`` is given what
-        ``send`` returned once their results are back, and queues the rest, after which the
-        commit is queued; ``finish`` reads what ``send_last`` returned once every result is
-        back. Whatever ``send_last`` awaits first overlaps nothing but the first round trip,
-        the transaction open. An error of any statement, or a cancellation, rolls it all back.
-        """
-        async with self._writing() as conn:
-            async with conn.pipeline():
-                sent = await _entered(conn, context, send)
-            async with conn.pipeline():
-                queued = await send_last(conn, sent)
-                await conn.execute("COMMIT")
-            return await finish(queued)
-
-    @asynccontextmanager
-    async def _writing(self) -> AsyncIterator[Connection]:
-        """A connection whose transaction the caller sends and commits itself: whatever it
-        leaves open (an error, a cancellation) is rolled back."""
+        tenant, user = context.settings()
         async with self._borrow() as conn:
             try:
-                yield conn
+                async with conn.pipeline():
+                    await conn.execute(_ENTER, (context.role, tenant, user))
+                    sent = await send(conn)
+                    await conn.execute("COMMIT")
+                return await finish(sent)
             finally:
                 if conn.info.transaction_status in _OPEN:
                     await conn.rollback()
