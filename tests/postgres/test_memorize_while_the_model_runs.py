@@ -1,0 +1,140 @@
+"""A lone PostgreSQL memorize of a turn with sentences, while the model holds its answer: nothing
+is visible before its one transaction commits (the turn, its vector and its events, in that
+order, with the note of its owed part vectors), a model that fails leaves the turn committed
+without a vector, a cancelled memorize leaves nothing and its connection clean, and writers of
+one partition all get through."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+import engramdb
+from engramdb.core.errors import EmbedderError, EmbedderUnavailableError
+from engramdb.core.intent import MemoryItem
+from engramdb.engine import Engine, EngineConfig
+from engramdb.index.embedder import FloatArray
+from engramdb.orchestrator.episodic import EPISODIC_SPEC
+from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
+from engramdb.storage.backend import EventQuery
+from engramdb.storage.records import RecordQuery
+from tests.index.test_batching_embedder import GatedEmbedder
+from tests.postgres.database import empty_database
+
+SCOPE = {"tenant": "acme", "user": "alice"}
+TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
+EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
+
+
+class UnavailableModel(GatedEmbedder):
+    """Fails as an endpoint that stayed unavailable does, ``failures`` times."""
+
+    async def embed(self, texts: Sequence[str]) -> FloatArray:
+        try:
+            return await super().embed(texts)
+        except EmbedderError as exc:
+            raise EmbedderUnavailableError(exc.message, model_id=self.model_id) from exc
+
+
+@pytest.fixture
+def model() -> GatedEmbedder:
+    return UnavailableModel()
+
+
+@pytest.fixture
+async def engine(model: GatedEmbedder) -> AsyncIterator[Engine]:
+    async with engramdb.open(empty_database(), config=EngineConfig(embedder=model)) as opened:
+        yield opened
+
+
+async def _memorize_held(
+    engine: Engine, model: GatedEmbedder, text: str = TURN
+) -> asyncio.Task[object]:
+    """A memorize started while the model holds its answer, once the model has been asked."""
+    model.gate.clear()
+    model.called.clear()
+    mem = engine.scope(**SCOPE)
+    write: asyncio.Task[object] = asyncio.create_task(
+        mem.episodic.memorize(MemoryItem(text=text, role="user"))
+    )
+    await model.called.wait()
+    # Long enough for the record's statements to reach the server and come back.
+    await asyncio.sleep(0.2)
+    return write
+
+
+async def _event_types(engine: Engine) -> list[str]:
+    query = EventQuery(event_types=("memory.written", "memory.indexed"))
+    return [e.event_type for e in await engine.events.read(query)]
+
+
+async def test_nothing_is_visible_until_the_vector_commits_with_it(
+    engine: Engine, model: GatedEmbedder
+) -> None:
+    write = await _memorize_held(engine, model)
+    assert await engine.backend.scan(EPISODES) == []
+    assert await _event_types(engine) == []
+    model.gate.set()
+    await write
+    (record,) = await engine.backend.scan(EPISODES)
+    ids, blobs = await engine.backend.search.vectors(EPISODES, engine.indexer.model)
+    expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
+    assert expected is not None
+    assert dict(zip(ids, blobs, strict=True)) == {record.id: expected[0][0]}
+    # The log in the order of a write that embedded first: the turn, its vector, its parts owed.
+    assert await _event_types(engine) == ["memory.written", "memory.indexed", "memory.written"]
+    assert len(await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))) == 1
+
+
+async def test_a_failing_model_leaves_the_turn_committed_without_a_vector(
+    engine: Engine, model: GatedEmbedder
+) -> None:
+    model.failures = 1
+    write = await _memorize_held(engine, model)
+    model.gate.set()
+    await write
+    (record,) = await engine.backend.scan(EPISODES)
+    assert record.value["text"] == TURN
+    # Committed without its vector, which comes later, once the model is back
+    # (``PendingVectors``), in a transaction of its own.
+    assert (await _event_types(engine))[0] == "memory.written"
+
+
+async def test_a_memorize_cancelled_while_the_model_runs_leaves_nothing(
+    engine: Engine, model: GatedEmbedder
+) -> None:
+    write = await _memorize_held(engine, model)
+    write.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await write
+    model.gate.set()
+    assert await engine.backend.scan(EPISODES) == []
+    assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+    assert await _event_types(engine) == []
+    # The connection went back to the pool clean: the next turn is stored whole.
+    await engine.scope(**SCOPE).episodic.memorize(MemoryItem(text=TURN, role="user"))
+    assert len(await engine.backend.scan(EPISODES)) == 1
+    ids, _ = await engine.backend.search.vectors(EPISODES, engine.indexer.model)
+    assert len(ids) == 1
+
+
+async def test_writers_of_one_partition_all_get_through(
+    engine: Engine, model: GatedEmbedder
+) -> None:
+    model.gate.clear()
+    mem = engine.scope(**SCOPE)
+    turns = [f"Turn {n} of the trip. We saw dolphins near the harbour." for n in range(6)]
+    writes = asyncio.gather(
+        *(mem.episodic.memorize(MemoryItem(text=text, role="user")) for text in turns)
+    )
+    await model.called.wait()
+    await asyncio.sleep(0.2)
+    model.gate.set()
+    await asyncio.wait_for(writes, timeout=30)
+    stored = await engine.backend.scan(EPISODES)
+    assert sorted(r.value["text"] for r in stored) == sorted(turns)
+    ids, _ = await engine.backend.search.vectors(EPISODES, engine.indexer.model)
+    assert sorted(ids) == sorted(r.id for r in stored)
