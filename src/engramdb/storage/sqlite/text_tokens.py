@@ -239,8 +239,10 @@ def _counted(text: str) -> tuple[str, int, str | None]:
     terms = tokens(text)
     counts = Counter(terms)
     # Terms are word characters only: written unescaped, a JSON path finds them as they are.
-    counted = json.dumps(counts, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(sorted(counts)), len(terms), counted if counts_pay(text) else None
+    counted = (
+        json.dumps(counts, ensure_ascii=False, separators=(",", ":")) if counts_pay(text) else None
+    )
+    return json.dumps(sorted(counts)), len(terms), counted
 
 
 def _terms_json(text: object) -> str:
