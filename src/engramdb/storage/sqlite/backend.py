@@ -37,7 +37,6 @@ from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     UPSERT_RECORD,
     UPSERT_VECTOR,
-    UPSERT_VECTOR_IF_PRESENT,
     record_select,
     record_where,
     redact_events,
@@ -46,7 +45,7 @@ from engramdb.storage.sqlite.queries import (
 )
 from engramdb.storage.sqlite.rebuild import SqliteRebuild
 from engramdb.storage.sqlite.schema import MIGRATIONS
-from engramdb.storage.sqlite.search import SqliteSearch
+from engramdb.storage.sqlite.search import SqliteSearch, vector_writes
 from engramdb.storage.sqlite.worker import BUSY_TIMEOUT_S, SqliteWorker, Synchronous
 
 _PARTITION = (
@@ -219,16 +218,9 @@ class SqliteBackend:
     def queue_vectors(
         self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
     ) -> asyncio.Future[None]:
-        """Store whole-text vectors by record id (records deleted meanwhile are skipped) and
-        append ``events``, in a write queued on the one connection before this returns."""
-        rows = [(model, blob, None, record_id) for record_id, blob in vectors]
-        batch = list(events)
-
-        def store(conn: sqlite3.Connection) -> None:
-            conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
-            insert_events(conn, batch)
-
-        return self._worker.queue(store)
+        """``search.put_vectors`` of whole-text vectors, in a write queued on the one connection
+        before this returns."""
+        return self._worker.queue(vector_writes(model, vectors, events))
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None

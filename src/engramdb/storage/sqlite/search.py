@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -307,19 +307,7 @@ class SqliteSearch:
     ) -> None:
         """Store vectors (and part vectors, aligned with them) by record id, skipping records
         deleted since they were read, and append ``events`` in the same transaction."""
-        rows = [
-            (model, blob, part, record_id)
-            for (record_id, blob), part in zip(
-                vectors, parts if parts is not None else [None] * len(vectors), strict=True
-            )
-        ]
-        batch = list(events)
-
-        def store(conn: sqlite3.Connection) -> None:
-            conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
-            insert_events(conn, batch)
-
-        await self._worker.write(store)
+        await self._worker.write(vector_writes(model, vectors, events, parts))
 
     async def neighbours(
         self,
@@ -394,3 +382,26 @@ def _best(rows: Sequence[Any], scorer: PhraseScorer, limit: int) -> list[tuple[i
         scored.append((int(hit_id), key, score))
     scored.sort(key=lambda hit: (-hit[2], hit[1]))
     return [(hit_id, score) for hit_id, _, score in scored[:limit]]
+
+
+def vector_writes(
+    model: str,
+    vectors: Sequence[tuple[int, bytes]],
+    events: Sequence[EventEnvelope],
+    parts: Sequence[bytes | None] | None = None,
+) -> Callable[[sqlite3.Connection], None]:
+    """The write storing ``vectors`` (and ``parts``, aligned with them) by record id, records
+    deleted since they were read skipped, with ``events`` (``put_vectors``)."""
+    rows = [
+        (model, blob, part, record_id)
+        for (record_id, blob), part in zip(
+            vectors, parts if parts is not None else [None] * len(vectors), strict=True
+        )
+    ]
+    batch = list(events)
+
+    def store(conn: sqlite3.Connection) -> None:
+        conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
+        insert_events(conn, batch)
+
+    return store
