@@ -13,15 +13,15 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 import engramdb
-from engramdb.core.errors import EmbedderError, EmbedderUnavailableError
+from engramdb.core.errors import EmbedderUnavailableError
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
-from engramdb.index.embedder import FloatArray
+from engramdb.index.embedder import FloatArray, WrappingEmbedder
+from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.episodic import EPISODIC_SPEC
 from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import RecordQuery
-from tests.index.test_batching_embedder import GatedEmbedder
 from tests.postgres.database import empty_database
 
 SCOPE = {"tenant": "acme", "user": "alice"}
@@ -29,29 +29,39 @@ TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat 
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
 
 
-class UnavailableModel(GatedEmbedder):
-    """Fails as an endpoint that stayed unavailable does, ``failures`` times."""
+class HeldModel(WrappingEmbedder[MiniLMEmbedder]):
+    """The real model, its calls held while ``gate`` is clear; it fails as an endpoint that
+    stayed unavailable does, ``failures`` times."""
+
+    def __init__(self, inner: MiniLMEmbedder) -> None:
+        super().__init__(inner)
+        self.called = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.failures = 0
 
     async def embed(self, texts: Sequence[str]) -> FloatArray:
-        try:
-            return await super().embed(texts)
-        except EmbedderError as exc:
-            raise EmbedderUnavailableError(exc.message, model_id=self.model_id) from exc
+        self.called.set()
+        await self.gate.wait()
+        if self.failures:
+            self.failures -= 1
+            raise EmbedderUnavailableError("the model stayed unavailable", model_id=self.model_id)
+        return await self._embed_inner(list(texts))
 
 
 @pytest.fixture
-def model() -> GatedEmbedder:
-    return UnavailableModel()
+def model(embedder: MiniLMEmbedder) -> HeldModel:
+    return HeldModel(embedder)
 
 
 @pytest.fixture
-async def engine(model: GatedEmbedder) -> AsyncIterator[Engine]:
+async def engine(model: HeldModel) -> AsyncIterator[Engine]:
     async with engramdb.open(empty_database(), config=EngineConfig(embedder=model)) as opened:
         yield opened
 
 
 async def _memorize_held(
-    engine: Engine, model: GatedEmbedder, text: str = TURN
+    engine: Engine, model: HeldModel, text: str = TURN
 ) -> asyncio.Task[object]:
     """A memorize started while the model holds its answer, once the model has been asked."""
     model.gate.clear()
@@ -72,7 +82,7 @@ async def _event_types(engine: Engine) -> list[str]:
 
 
 async def test_nothing_is_visible_until_the_vector_commits_with_it(
-    engine: Engine, model: GatedEmbedder
+    engine: Engine, model: HeldModel
 ) -> None:
     write = await _memorize_held(engine, model)
     assert await engine.backend.scan(EPISODES) == []
@@ -90,7 +100,7 @@ async def test_nothing_is_visible_until_the_vector_commits_with_it(
 
 
 async def test_a_failing_model_leaves_the_turn_committed_without_a_vector(
-    engine: Engine, model: GatedEmbedder
+    engine: Engine, model: HeldModel
 ) -> None:
     model.failures = 1
     write = await _memorize_held(engine, model)
@@ -104,7 +114,7 @@ async def test_a_failing_model_leaves_the_turn_committed_without_a_vector(
 
 
 async def test_a_memorize_cancelled_while_the_model_runs_leaves_nothing(
-    engine: Engine, model: GatedEmbedder
+    engine: Engine, model: HeldModel
 ) -> None:
     write = await _memorize_held(engine, model)
     write.cancel()
@@ -121,9 +131,7 @@ async def test_a_memorize_cancelled_while_the_model_runs_leaves_nothing(
     assert len(ids) == 1
 
 
-async def test_writers_of_one_partition_all_get_through(
-    engine: Engine, model: GatedEmbedder
-) -> None:
+async def test_writers_of_one_partition_all_get_through(engine: Engine, model: HeldModel) -> None:
     model.gate.clear()
     mem = engine.scope(**SCOPE)
     turns = [f"Turn {n} of the trip. We saw dolphins near the harbour." for n in range(6)]
