@@ -47,7 +47,6 @@ from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import (
     BestHits,
     NativeVectorSearch,
-    SearchesBothAtOnce,
     SearchesReadBestHits,
     TextHitsWithRecords,
     WordPruning,
@@ -392,12 +391,9 @@ class Indexer:
         lazy = self._ranks_by_scores_alone(request)
         sentences = query_vector is not None and part_vectors and config.part_vectors
         found = self._best_hits(sentences, lazy)
-        both = None
-        if query_vector is not None and config.mode == "hybrid":
-            both = await self._both_scores(request.query, partition, base, query_vector, found)
         # Both signals at once: the vector index is searched as soon as the query vector is
         # ready, while SQLite may still be busy with the full-text query.
-        text, vector = both or await asyncio.gather(
+        text, vector = await asyncio.gather(
             self._text_scores(request.query, partition, base, records, lazy=lazy, found=found)
             if config.mode != "vector"
             else _nothing(),
@@ -514,7 +510,8 @@ class Indexer:
             pruned = await search.text_pruned(base, terms, rule, limit, found) if rule else None
             if pruned is not None:
                 return dict(pruned)
-            return await self._text_best(terms, partition, base, found)
+            match = fts_match(await self._selective(terms, base.namespace, partition))
+            return dict(await search.text_best(base, match, limit, found)) if match else None
         match = fts_match(await self._selective(terms, base.namespace, partition))
         if match is None:
             return None
@@ -524,51 +521,6 @@ class Indexer:
         hits = await search.text(base, match, limit)
         records.update((r.id, r) for r, _ in hits if r.id is not None)
         return {r.id: s for r, s in hits if r.id is not None}
-
-    async def _text_best(
-        self, terms: list[str], partition: Scope, base: RecordQuery, found: BestHits
-    ) -> dict[int, float] | None:
-        """``_text_scores`` of ``terms`` the general way: their frequencies, then the search."""
-        search = self.backend.search
-        assert isinstance(search, SearchesReadBestHits)
-        match = fts_match(await self._selective(terms, base.namespace, partition))
-        if match is None:
-            return None
-        return dict(await search.text_best(base, match, self.config.candidates, found))
-
-    async def _both_scores(
-        self,
-        query: str,
-        partition: Scope,
-        base: RecordQuery,
-        query_vector: asyncio.Future[FloatArray],
-        found: BestHits | None,
-    ) -> tuple[dict[int, float] | None, dict[int, float]] | None:
-        """BM25 and vector scores from one statement, for a backend that runs both searches
-        at once, when the query's vector is already known; ``None`` otherwise (each search
-        then runs on its own, the full-text one while the model embeds the query)."""
-        search = self.backend.search
-        if found is None or not found.model or not isinstance(search, SearchesBothAtOnce):
-            return None
-        # A vector known at once (remembered from an earlier search, or answered without the
-        # model) is ready after one turn of the loop; one the model computes is not.
-        await asyncio.sleep(0)
-        if not query_vector.done() or query_vector.cancelled() or query_vector.exception():
-            return None
-        terms = self.full_text_terms(query)
-        rule = self.word_pruning(terms)
-        if rule is None:
-            return None
-        probe = vector_bytes(query_vector.result())
-        hits = await search.both_best(base, terms, rule, probe, self.config.candidates, found)
-        if hits is None:
-            return None
-        if hits.text is None:
-            text = await self._text_best(terms, partition, base, found)
-        else:
-            text = dict(hits.text)
-        floor = self.config.min_similarity
-        return text, {i: s for i, s in hits.nearest if s >= floor}
 
     def _ranks_by_scores_alone(self, request: SearchRequest) -> bool:
         """Whether the fused order depends on nothing but each signal's own scores, so records

@@ -176,36 +176,6 @@ class SearchesReadBestHits(Protocol):
 
 
 @dataclass(frozen=True)
-class BothHits:
-    """The hits of a hybrid recall's two searches run at once: the full-text ones (``None``
-    when the search cannot tell which words its rule keeps: the caller then asks for them the
-    general way) and the nearest-vector ones, each best first, as (record id, score)."""
-
-    text: list[tuple[int, float]] | None
-    nearest: list[tuple[int, float]]
-
-
-@runtime_checkable
-class SearchesBothAtOnce(Protocol):
-    """A backend that runs the full-text and the nearest-vector search in one statement when
-    the query's vector is known before either is sent, reading what ranking needs of their
-    best hits (``BestHits``) once for a hit both find."""
-
-    async def both_best(
-        self,
-        query: RecordQuery,
-        terms: Sequence[str],
-        rule: WordPruning,
-        vector: bytes,
-        limit: int,
-        found: BestHits,
-    ) -> BothHits | None:
-        """``text_pruned`` and ``nearest_best`` (of ``found.model``) at once; ``None`` when it
-        cannot run them so (the caller then runs each)."""
-        ...
-
-
-@dataclass(frozen=True)
 class WordPruning:
     """Which words of a full-text query hybrid recall leaves out as too common, by the
     partition's own document frequencies: with at least ``min_docs`` records, those more than

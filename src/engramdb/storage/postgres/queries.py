@@ -348,15 +348,14 @@ class VectorSets:
             f"sets.{column}" for column in RECORD_SELECTED
         )
 
-    def of(self, ranked: str, table: str, first: str = "true") -> str:
+    def of(self, ranked: str, table: str) -> str:
         """The vectors and record of a row of ``ranked`` from ``table``, as a LATERAL
-        subquery ``sets``; ``first`` says which rows may carry them (rows of one hit repeated
-        carry them once)."""
+        subquery ``sets``."""
         vectors = "false"
         if self.model is not None:
             literal = self.model.replace("'", "''")
             vectors = f"{ranked}.best AND r.embedding_model = '{literal}'"
-        read = f"{ranked}.best" if not self.every else first
+        read = f"{ranked}.best" if not self.every else "true"
         # LIMIT 1 keeps the planner from joining the whole table: one key lookup per row read.
         return (
             f"LEFT JOIN LATERAL (SELECT CASE WHEN {vectors} THEN r.embedding END AS sent, "
@@ -365,18 +364,12 @@ class VectorSets:
         )
 
 
-#: Asks ``text_search`` for rows of (id, key, score) alone, best first.
-SCORES_ONLY = "scores only"
-
-
-def _bm25_tail(table: str, df: str, sets: VectorSets | str | None = None) -> str:
+def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
     """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
     lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
     rows over ``tf``) and the best scores, joined to their records (with ``sets``, as
-    ``VectorSets`` says; ``SCORES_ONLY``: not joined)."""
-    if sets == SCORES_ONLY:
-        final = "SELECT id, key, score FROM scores ORDER BY score DESC, key"
-    elif not isinstance(sets, VectorSets):
+    ``VectorSets`` says)."""
+    if sets is None:
         final = f"""SELECT {record_select_list()}, scores.score
         FROM scores JOIN {table} r ON r.id = scores.id ORDER BY scores.score DESC, r.key"""
     else:
@@ -411,7 +404,7 @@ def text_search(
     limit: int,
     tenant: uuid.UUID | None = None,
     bound: int = SCORED_PER_WORD,
-    sets: VectorSets | str | None = None,
+    sets: VectorSets | None = None,
     kept: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Full-text hits for any of ``words`` among the records ``query`` selects, best first,
@@ -424,8 +417,7 @@ def text_search(
     word more records hold has the partition's document frequency (``text_terms``): the cost
     is then bounded whatever the partition's size. Scores depend on the caller's own records
     only, never on another tenant's. A document's length is its count of distinct lexemes.
-    With ``sets``, each row ends with the vector set columns of ``VectorSets``
-    (``SCORES_ONLY``: each row is (id, key, score)). With
+    With ``sets``, each row ends with the vector set columns of ``VectorSets``. With
     ``kept`` (common table expressions ending in ``kept``, of one row: the ``words`` to
     score and their ``match`` expression; see ``word_pruning``), the words are those, not
     ``words``, and its parameters come first.
@@ -537,15 +529,6 @@ def nearest_select(
     With ``sets``, each row goes on with ``VectorSets``' columns, then, for the best, the
     whole record (``record_select_list`` order).
     """
-    head, found, params = nearest_search(query, model, dimensions, limit, exact_up_to)
-    return _nearest_rows(head, found, table_for(query.namespace), sets), params
-
-
-def nearest_search(
-    query: RecordQuery, model: str, dimensions: int, limit: int, exact_up_to: int = 0
-) -> tuple[str, str, list[Any]]:
-    """``nearest_select``'s search: its WITH clause (or nothing), a query of rows of id and
-    distance, and their parameters after the probe's."""
     where, params = record_where(query)
     cast = f"vector({int(dimensions)})"
     literal = model.replace("'", "''")
@@ -556,7 +539,7 @@ def nearest_search(
             f"AS distance FROM {table} WHERE {where} AND embedding_model = '{literal}' "
             "ORDER BY distance LIMIT %s"
         )
-        return "", found, [*params, limit]
+        return _nearest_rows("", found, table, sets), [*params, limit]
 
     def search(vectors: str, size: str) -> str:
         return (
@@ -571,8 +554,8 @@ def nearest_search(
         f"SELECT coalesce(sum(docs), 0) AS docs FROM text_stats WHERE {PARTITION}) "
     )
     exact, indexed = search("embedding", f"<= {bound}"), search(f"embedding::{cast}", f"> {bound}")
-    params = [query.namespace, *query.scope.columns(), *params, limit, *params, limit]
-    return head, f"{exact} UNION ALL {indexed}", params
+    sql = _nearest_rows(head, f"{exact} UNION ALL {indexed}", table, sets)
+    return sql, [query.namespace, *query.scope.columns(), *params, limit, *params, limit]
 
 
 def _nearest_rows(head: str, found: str, table: str, sets: VectorSets | None) -> str:

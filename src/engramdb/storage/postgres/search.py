@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
-from engramdb.storage.postgres.both_searches import NEAREST, TEXT, both_select
 from engramdb.storage.postgres.connection import Connection, PostgresPool, Read
 from engramdb.storage.postgres.event_store import hold_writers, insert_events
 from engramdb.storage.postgres.indexes import VectorIndexes
@@ -21,11 +20,9 @@ from engramdb.storage.postgres.queries import (
     PARTITION_TERM_COUNTS,
     PARTITION_WORD_KEYS,
     PARTITION_WORD_MATCH,
-    SCORES_ONLY,
     VectorSets,
     any_word,
     match_words,
-    nearest_search,
     nearest_select,
     part_vector_select,
     record_select,
@@ -42,7 +39,7 @@ from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.postgres.word_pruning import prunable, pruned_text_search
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.rows import row_record, time_text
-from engramdb.storage.search_backend import SCORED_PER_WORD, BestHits, BothHits, WordPruning
+from engramdb.storage.search_backend import SCORED_PER_WORD, BestHits, WordPruning
 
 #: The models of each table's lowest and highest vectored record id (index ``<table>_vectored``).
 EDGE_VECTOR_MODELS = " UNION ".join(
@@ -92,8 +89,6 @@ def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
     return [(int(row[0]), float(row[1])) for row in rows]
 
 
-#: pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
-_ITERATIVE_SCAN = Read("SET LOCAL hnsw.iterative_scan = relaxed_order")
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
 _EXACT_PLANS = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
@@ -160,46 +155,6 @@ class PostgresSearch:
         if any(docs is None for _, docs in counts):
             return None
         return _best_hits(rows, found)
-
-    async def both_best(
-        self,
-        query: RecordQuery,
-        terms: Sequence[str],
-        rule: WordPruning,
-        vector: bytes,
-        limit: int,
-        found: BestHits,
-    ) -> BothHits | None:
-        """See ``SearchesBothAtOnce``: ``text_pruned`` and ``nearest_best`` in one statement
-        (``both_searches``), one round trip."""
-        scope, model = query.scope, found.model
-        if not isinstance(scope, Scope) or model is None or self.prefer_index:
-            return None
-        if not prunable(terms) or limit <= 0:
-            return None
-        tenant = tenant_uuid(scope.tenant)
-        sets = VectorSets(model, found.best, found.every_record)
-        text = pruned_text_search(
-            query, terms, rule, limit, tenant, self.scored_per_word, SCORES_ONLY
-        )
-        head, near, params = nearest_search(
-            query, model, len(vector) // 4, limit, self.exact_nearest_up_to
-        )
-        nearest = (head, near, [StoredVector(vector), *params])
-        sql, both = both_select(text, nearest, table_for(query.namespace), sets)
-        counted = Read(
-            PARTITION_TERM_COUNTS,
-            ([word_phrase(t) for t in terms], tenant, query.namespace, *scope.columns()),
-        )
-        reads = [_ITERATIVE_SCAN, counted, Read(sql, both, binary=True)]
-        async with self._pool.reads(context_for([scope])) as transaction:
-            _, counts, rows = await transaction.run(reads, last=True)
-        text_rows = [row[1:] for row in rows if row[0] == TEXT]
-        nearest_hits = _best_hits([row[1:] for row in rows if row[0] == NEAREST], found)
-        if any(docs is None for _, docs in counts):
-            # The text search kept no word: the caller asks for it the general way.
-            return BothHits(None, nearest_hits)
-        return BothHits(_best_hits(text_rows, found), nearest_hits)
 
     async def _text_rows(
         self, query: RecordQuery, match: str, limit: int, sets: VectorSets | None
@@ -303,7 +258,8 @@ class PostgresSearch:
     ) -> list[Any]:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
         sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
-        reads = [_ITERATIVE_SCAN]
+        # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
+        reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
             # Off: scanning the table, or another index and sorting its rows by distance.
             reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]

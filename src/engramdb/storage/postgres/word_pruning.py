@@ -80,7 +80,7 @@ def pruned_text_search(
     limit: int,
     tenant: uuid.UUID,
     bound: int = SCORED_PER_WORD,
-    sets: VectorSets | str | None = None,
+    sets: VectorSets | None = None,
 ) -> tuple[str, list[Any]]:
     """``text_search`` of a one-partition ``query`` for the ``terms`` (see ``prunable``)
     ``rule`` keeps; a term whose document frequency the statement cannot know (NULL in
