@@ -5,7 +5,7 @@ asking for document frequencies, vector sets and records one statement at a time
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from engramdb.index.search_config import SearchConfig
 from engramdb.storage.postgres.backend import PostgresBackend
 from engramdb.storage.postgres.search import PostgresSearch
 from engramdb.storage.postgres.word_pruning import prunable
-from engramdb.storage.records import RecordQuery
+from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import BestHits, WordPruning
 from tests.postgres.database import empty_database
 
@@ -127,6 +127,25 @@ async def test_a_pruned_search_that_finds_nothing_says_whether_it_could_tell_the
     # Words no record holds: nothing found, and nothing more to ask.
     assert await pruned("zebra", "yak") == []
     assert await pruned("pear", "plum")
+
+
+async def test_ranking_makes_records_only_of_the_hits_it_returns(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The searches send their best hits' records; ranking by scores alone needs those of the
+    # hits that make the cut only, and makes no others.
+    made: list[int] = []
+    take = BestHits.take
+
+    def counted(self: BestHits, ids: Iterable[int]) -> dict[int, Record]:
+        records = take(self, ids)
+        made.extend(records)
+        return records
+
+    monkeypatch.setattr(BestHits, "take", counted)
+    hits = await engine.scope(tenant="t", user="u").episodic.remember("pear plum fig", limit=3)
+    assert len(hits) == 3
+    assert 0 < len(made) <= 3
 
 
 def test_only_one_piece_lower_case_words_are_pruned_in_the_statement() -> None:

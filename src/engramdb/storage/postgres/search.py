@@ -85,7 +85,7 @@ def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
             # Read in binary: the vector is already float32 bytes (``VectorLoader``).
             found.sets[record_id] = None if row[2] is None else row[2] + (row[3] or b"")
         if row[5] is not None:
-            found.records[record_id] = row_record(row[5:])
+            found.rows[record_id] = row[5:]
     return [(int(row[0]), float(row[1])) for row in rows]
 
 
