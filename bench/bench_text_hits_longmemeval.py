@@ -82,7 +82,8 @@ async def run(
                 found = BestHits(None, 50, every_record=True)
                 pruned = await backend.search.text_pruned(query, terms, rule, 50, found)
                 if pruned is not None:
-                    answer["pruned_hits"] = [[found.records[i].key, s] for i, s in pruned]
+                    taken = found.take(i for i, _ in pruned)
+                    answer["pruned_hits"] = [[taken[i].key, s] for i, s in pruned]
             answers.append(answer)
         return answers
     finally:

@@ -5,19 +5,23 @@ asking for document frequencies, vector sets and records one statement at a time
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
 
 import engramdb
 from engramdb.core.intent import MemoryItem
+from engramdb.core.scope import Scope
+from engramdb.core.types import utc_now
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.search_config import SearchConfig
 from engramdb.storage.postgres.backend import PostgresBackend
 from engramdb.storage.postgres.search import PostgresSearch
 from engramdb.storage.postgres.word_pruning import prunable
+from engramdb.storage.records import Record, RecordQuery
+from engramdb.storage.search_backend import BestHits, WordPruning
 from tests.postgres.database import empty_database
 
 #: How often each word occurs among the stored texts: every text, one in 3, 10, 40, once.
@@ -32,6 +36,8 @@ QUESTIONS = (
     "which pear_tree had apples",
     "Apple pear tree",
     "when did I eat a fig with apple and plum last week",
+    # "①" is a word of no lexeme to the full-text index: the pruned statement keeps none.
+    "pear ① plum",
 )
 _ONE_TRIP = ("text_pruned", "text_best", "nearest_best")
 
@@ -103,6 +109,43 @@ async def test_remember_asks_nothing_beside_its_two_searches(engine: Engine) -> 
         setattr(search, name, counted)
     await engine.scope(tenant="t", user="u").episodic.remember("pear plum fig kiwi")
     assert asked == []
+
+
+async def test_a_pruned_search_that_finds_nothing_says_whether_it_could_tell_the_words(
+    engine: Engine,
+) -> None:
+    search = engine.backend.search
+    assert isinstance(search, PostgresSearch)
+    query = RecordQuery("episodic", Scope(tenant="t", user="u"), alive_at=utc_now())
+    rule = WordPruning(max_term_share=0.05, min_docs=50, max_scored_docs=4000)
+
+    async def pruned(*terms: str) -> list[tuple[int, float]] | None:
+        return await search.text_pruned(query, terms, rule, 10, BestHits(None, 5))
+
+    # A word the index holds as no lexeme: the general way must decide.
+    assert await pruned("pear", "①") is None
+    # Words no record holds: nothing found, and nothing more to ask.
+    assert await pruned("zebra", "yak") == []
+    assert await pruned("pear", "plum")
+
+
+async def test_ranking_makes_records_only_of_the_hits_it_returns(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The searches send their best hits' records; ranking by scores alone needs those of the
+    # hits that make the cut only, and makes no others.
+    made: list[int] = []
+    take = BestHits.take
+
+    def counted(self: BestHits, ids: Iterable[int]) -> dict[int, Record]:
+        records = take(self, ids)
+        made.extend(records)
+        return records
+
+    monkeypatch.setattr(BestHits, "take", counted)
+    hits = await engine.scope(tenant="t", user="u").episodic.remember("pear plum fig", limit=3)
+    assert len(hits) == 3
+    assert 0 < len(made) <= 3
 
 
 def test_only_one_piece_lower_case_words_are_pruned_in_the_statement() -> None:

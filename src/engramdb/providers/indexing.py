@@ -401,8 +401,8 @@ class Indexer:
             if query_vector is not None
             else _nothing(),
         )
-        if found is not None:
-            records.update(found.records)
+        if found is not None and not lazy:
+            records.update(found.take(list(found.rows)))
         if text is not None:
             scores["bm25"] = text
         if vector is not None and query_vector is not None:
@@ -451,13 +451,13 @@ class Indexer:
             # live (expired, or forgotten since the index loaded) leaves the ranking, and the
             # rest is fused again: with weighted fusion no other hit's score changes.
             top = [f.id for f in fused[: request.limit]]
-            gone = await self._read_live(namespace, partition, top, records, now)
+            gone = await self._read_live(namespace, partition, top, records, now, found)
             if not gone:
                 break
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         if self.reranker is not None and config.rerank_candidates:
             fused = await self._reranked(
-                namespace, partition, request.query, fused, records, now, document
+                namespace, partition, request.query, fused, records, now, document, found
             )
         ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
@@ -473,12 +473,13 @@ class Indexer:
         records: dict[int, Record],
         now: datetime,
         document: Callable[[Record], str] | None,
+        found: BestHits | None = None,
     ) -> list[Fused]:
         """``fused`` with its best ``rerank_candidates`` re-ordered by the reranker; as it was
         if the reranker fails (logged: recall does without it)."""
         assert self.reranker is not None
         top = [f.id for f in fused[: self.config.rerank_candidates]]
-        gone = await self._read_live(namespace, partition, top, records, now)
+        gone = await self._read_live(namespace, partition, top, records, now, found)
         fused = [f for f in fused if f.id not in gone]
         judged = [i for i in top if i not in gone]
         text_of = document or (lambda record: record.text)
@@ -541,16 +542,17 @@ class Indexer:
         ids: Sequence[int],
         records: dict[int, Record],
         now: datetime,
+        found: BestHits | None = None,
     ) -> set[int]:
-        """Read the live records among ``ids`` that ``records`` lacks into it; returns the
-        ids that are no longer live."""
+        """Read the live records among ``ids`` that ``records`` lacks into it (those the
+        searches read, from ``found``); returns the ids that are no longer live."""
+        if found is not None:
+            records.update(found.take(i for i in ids if i not in records))
         missing = tuple(i for i in ids if i not in records)
         if not missing:
             return set()
-        found = await self.backend.scan(
-            RecordQuery(namespace, partition, ids=missing, alive_at=now)
-        )
-        records.update((r.id, r) for r in found if r.id is not None)
+        read = await self.backend.scan(RecordQuery(namespace, partition, ids=missing, alive_at=now))
+        records.update((r.id, r) for r in read if r.id is not None)
         return {i for i in missing if i not in records}
 
     async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:

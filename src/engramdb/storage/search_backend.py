@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope
@@ -133,13 +133,22 @@ class BestHits:
     search's ``best`` hits by score, then id (as ranking chooses them), the record and, given
     a ``model``, the vector set (whole-text vector, then part vectors, as float32 bytes;
     ``None``: the hit has no vectors of ``model``); with ``every_record``, every hit's
-    record."""
+    record. Records come as rows of the shared layout (``storage.rows``): ranking makes
+    ``Record``s of those it needs only (``take``)."""
 
     model: str | None
     best: int
     every_record: bool = False
     sets: dict[int, bytes | None] = field(default_factory=dict)
-    records: dict[int, Record] = field(default_factory=dict)
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+
+    def take(self, ids: Iterable[int]) -> dict[int, Record]:
+        """The records of those of ``ids`` read (each row is made a ``Record`` once)."""
+        # Imported here: the row layout's module imports the backend contract, which imports
+        # this one.
+        from engramdb.storage.rows import row_record
+
+        return {i: row_record(self.rows.pop(i)) for i in ids if i in self.rows}
 
 
 @runtime_checkable

@@ -85,7 +85,7 @@ def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
             # Read in binary: the vector is already float32 bytes (``VectorLoader``).
             found.sets[record_id] = None if row[2] is None else row[2] + (row[3] or b"")
         if row[5] is not None:
-            found.records[record_id] = row_record(row[5:])
+            found.rows[record_id] = row[5:]
     return [(int(row[0]), float(row[1])) for row in rows]
 
 
@@ -145,16 +145,21 @@ class PostgresSearch:
         sql, params = pruned_text_search(
             query, terms, rule, limit, tenant, self.scored_per_word, sets
         )
-        # The frequencies travel with the search: a NULL one means the search kept nothing.
-        counted = Read(
-            PARTITION_TERM_COUNTS,
-            ([word_phrase(t) for t in terms], tenant, query.namespace, *scope.columns()),
-        )
         async with self._pool.reads(context_for([scope])) as reads:
-            counts, rows = await reads.run([counted, Read(sql, params, binary=True)], last=True)
-        if any(docs is None for _, docs in counts):
+            rows = await reads.one(Read(sql, params, binary=True))
+        # A term whose frequency the statement cannot know makes it keep no word and find
+        # nothing: only then is it asked whether that was the reason.
+        if not rows and await self._some_frequency_unknown(query.namespace, scope, terms):
             return None
         return _best_hits(rows, found)
+
+    async def _some_frequency_unknown(
+        self, namespace: str, scope: Scope, terms: Sequence[str]
+    ) -> bool:
+        """Whether ``PARTITION_TERM_COUNTS`` knows no frequency for some of ``terms``."""
+        partition = (tenant_uuid(scope.tenant), namespace, *scope.columns())
+        counted = Read(PARTITION_TERM_COUNTS, ([word_phrase(t) for t in terms], *partition))
+        return any(docs is None for _, docs in await self._pool.read(context_for([scope]), counted))
 
     async def _text_rows(
         self, query: RecordQuery, match: str, limit: int, sets: VectorSets | None

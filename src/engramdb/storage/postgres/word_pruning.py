@@ -6,9 +6,9 @@ Hybrid recall scores only a query's words that are not too common in the partiti
 of the database in two round trips (the frequencies, then the search), the rule costs a wait
 for the server; here it runs inside the full-text statement, from the same per-partition
 statistics (``text_terms``, ``text_stats``), in one. It covers terms of one word the index
-holds as one lexeme; the statement's first step (``PARTITION_TERM_COUNTS``, sent in the same
-round trip) says when a term is not one (its frequency is NULL), and the caller then asks the
-general way.
+holds as one lexeme; a term that is not one (its frequency in ``PARTITION_TERM_COUNTS`` is
+NULL) makes the statement keep no word and find nothing, and a search that finds nothing asks
+``PARTITION_TERM_COUNTS`` alone whether that was why (the caller then asks the general way).
 """
 
 from __future__ import annotations
