@@ -180,3 +180,31 @@ async def test_a_users_words_are_hidden_from_another_user_of_its_tenant(
             conn.execute("SELECT set_config('app.current_user', %s, true)", (str(alice),))
             users = conn.execute(f"SELECT DISTINCT user_uuid FROM {table}").fetchall()
         assert users == [(alice,)]
+
+
+async def test_a_writes_words_are_looked_up_by_key_however_small_the_tables_were(
+    backend: PostgresBackend, url: str
+) -> None:
+    """A connection keeps the trigger's plans from its first write: made while the words'
+    tables were small, they must still look a write's words up by key, not read every row of
+    every tenant, once the tables have grown."""
+    await backend.commit([fruit("episodic", ACME_ALICE, k, at) for at, k in enumerate("ab")], [])
+    rewrite = "UPDATE episodic_memory SET text = %s WHERE key = 'a'"
+    seq_scans = (
+        "SELECT pg_stat_get_xact_numscans('text_terms'::regclass), "
+        "pg_stat_get_xact_numscans('text_postings'::regclass)"
+    )
+    others = (tenant_uuid("globex"),)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(rewrite, ("fig kiwi",))
+        conn.execute(
+            "INSERT INTO text_terms (tenant_uuid, part_key, lexeme, user_uuid, docs) "
+            "SELECT %s, 'other:', 'w' || n, NULL, 1 FROM generate_series(1, 5000) AS n",
+            others,
+        )
+        with conn.transaction():
+            before = conn.execute(seq_scans).fetchone()
+            conn.execute(rewrite, ("plum lime",))
+            assert conn.execute(seq_scans).fetchone() == before
+        conn.execute("DELETE FROM text_terms WHERE tenant_uuid = %s", others)
+    assert assert_kept(url) > 0

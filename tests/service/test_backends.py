@@ -22,7 +22,9 @@ from engramdb.core.errors import (
     NotFoundError,
 )
 from engramdb.core.intent import MemoryItem
+from engramdb.core.scope import Scope
 from engramdb.engine import Engine, EngineConfig
+from engramdb.orchestrator.idempotency import IDEMPOTENCY_SPEC
 from engramdb.orchestrator.plans import Plan
 from engramdb.orchestrator.sessions import Session
 from engramdb.orchestrator.tasks import TaskContext
@@ -71,6 +73,23 @@ async def test_the_api_on_every_backend(any_engine: Engine) -> None:
     assert await tenancy.delete_tenant("acme") > 0
     with pytest.raises(NotFoundError):
         await any_engine.scope(tenant="acme").tasks.get("t1")
+
+
+async def test_stored_answers_have_no_words_to_index(any_engine: Engine) -> None:
+    """A stored answer is found by its slot alone: neither its claim nor its answer puts
+    words into the tenant-wide partition every writer of the tenant would count them in."""
+    app = create_app(ServiceSettings(), engine=any_engine)
+    transport = httpx.ASGITransport(app=app)
+    async with MemoryClient("http://service", transport=transport, user_id="alice") as client:
+        body = {"key": "k", "value": "lisbon invoice"}
+        await client.request("POST", "/v1/memory/entries", json=body, idempotency_key="i")
+        replay = await client.request("POST", "/v1/memory/entries", json=body, idempotency_key="i")
+    assert replay.headers["Idempotent-Replayed"] == "true"
+    tenant = Scope(tenant=LOCAL_TENANT)
+    stored = await any_engine.backend.scan(RecordQuery(IDEMPOTENCY_SPEC.namespace, tenant))
+    assert len(stored) == 1
+    assert stored[0].text == ""
+    assert "lisbon" in stored[0].value["body"]
 
 
 async def test_the_graph_api_on_every_backend(any_engine: Engine) -> None:

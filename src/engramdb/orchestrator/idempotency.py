@@ -11,6 +11,7 @@ key whose instance died with it can be used again.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
@@ -20,7 +21,15 @@ from engramdb.core.model import EngramModel
 from engramdb.orchestrator.resources import resource_spec
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
 
-IDEMPOTENCY_SPEC = resource_spec("idempotency")
+
+def _no_words(key: str, value: Any, occurred_at: datetime | None) -> str:
+    """Stored answers are found by their slot, never by their words: they have no full-text
+    key. (Indexed, every write request's claim and answer kept words in one tenant-wide
+    partition, whose counts every concurrent writer of the tenant then waited to update.)"""
+    return ""
+
+
+IDEMPOTENCY_SPEC = resource_spec("idempotency", _no_words)
 #: How long an answer is replayed: long enough for any sane retry policy.
 DEFAULT_TTL_MS = 24 * 3600 * 1000
 #: How long a claim holds a key while its request runs.

@@ -20,6 +20,7 @@ from __future__ import annotations
 from engramdb.storage.migrations import Migration
 from engramdb.storage.postgres.text_terms import (
     MOVED,
+    TEXT_INDEX_LOOKUPS,
     statement_triggers,
     text_index_schema,
     text_terms_schema,
@@ -500,4 +501,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             for table in (*TENANT_TABLES, "text_stats", "text_terms", "text_postings")
         ),
     ),
+    # The full-text trigger looks a write's words up by key, however its plans were made.
+    Migration("0017_text_index_lookups", TEXT_INDEX_LOOKUPS),
 )

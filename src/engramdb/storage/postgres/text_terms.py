@@ -147,6 +147,18 @@ def text_index_schema(
     )
 
 
+#: Migration 0017: the trigger's statements join a write's few rows to the words' tables by
+#: their keys. PL/pgSQL keeps each statement's first plan for the connection's life, and
+#: planned while the tables were small (or their statistics stale) that was a hash join over
+#: a whole table: every later update or delete of a record's words read every term and
+#: posting of every tenant. Without hash and merge joins, the plan is index lookups at any
+#: size.
+TEXT_INDEX_LOOKUPS = (
+    "ALTER FUNCTION engram_text_index() SET enable_hashjoin = off",
+    "ALTER FUNCTION engram_text_index() SET enable_mergejoin = off",
+)
+
+
 def _words_go_with_tenant() -> tuple[str, ...]:
     """The words' tables lose their foreign key to ``tenants`` (a key check per word written,
     a tenth of a write's server time); a deleted tenant's rows are deleted by a trigger
