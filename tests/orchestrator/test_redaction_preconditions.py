@@ -112,7 +112,9 @@ PIECES = st.one_of(
     ),
     st.text(alphabet=string.ascii_letters + string.digits + "_-", max_size=12),
 )
-SEPARATORS = st.sampled_from(["=", ": ", " = ", "=>", ":=", '": "', "': '", ":** ", " is "])
+SEPARATORS = st.sampled_from(
+    ["=", ": ", " = ", "=>", ":=", '": "', "': '", ":** ", " is ", "\t= ", "'\t :", "s: ", "_x="]
+)
 VALUES = st.text(alphabet=string.ascii_letters + string.digits + "_-+/.", min_size=1, max_size=12)
 # A keyword, spelled in any case, assigned a value: what the secret, bearer and passport rules
 # look for, and what a keyword precondition that missed a spelling would let through.

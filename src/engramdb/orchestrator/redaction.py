@@ -336,12 +336,35 @@ def _may_hold_api_key(text: str) -> bool:
     )
 
 
+# How each secret word ends ("credentials" is "credential" and an "s"), and what may stand
+# between the word and its "=" or ":".
+_SECRET_ENDINGS = (
+    *("password", "passwd", "passphrase", "pwd", "secret", "token", "credential"),
+    *("authorization", "key"),
+)
+
+
 def _may_assign_secret(text: str) -> bool:
-    # Every secret word holds one of these, and an assignment needs "=" or ":".
-    return ("=" in text or ":" in text) and any(
-        word in _folded(text)
-        for word in ("pass", "pwd", "secret", "token", "credential", "authorization", "key")
-    )
+    """Whether a secret word stands right before ``=`` or ``:`` (after an optional quote and
+    spaces or tabs), as the pattern needs. Long texts (code, configuration) often hold such a
+    word and a colon, but seldom one after the other."""
+    if "=" not in text and ":" not in text:
+        return False
+    folded = _folded(text)
+    for word in _SECRET_ENDINGS:
+        found = folded.find(word)
+        while found >= 0:
+            end = found + len(word)
+            if word == "credential" and folded.startswith("s", end):
+                end += 1
+            if folded.startswith(("'", '"'), end):
+                end += 1
+            while folded.startswith((" ", "\t"), end):
+                end += 1
+            if folded.startswith(("=", ":"), end):
+                return True
+            found = folded.find(word, found + 1)
+    return False
 
 
 # --- the default rules -----------------------------------------------------------------------
