@@ -77,11 +77,11 @@ fixpoint: redacting it again changes nothing and counts nothing.
 **Preconditions.** Most texts hold nothing to redact, and a pattern scans the whole text to
 find that out. So each default rule first asks a much cheaper question that a text must pass
 for the rule to replace anything, derived from the rule's own pattern and validator: a literal
-it needs (``@``, ``://``, ``eyJ``, ``-----BEGIN``, an API key prefix, ``=`` or ``:`` and a
-secret's word, ``bearer``, ``passport``) or the ASCII digits its validator or pattern needs (a
-card 13, an SSN 9, a phone 7, an IBAN 2). A text that fails is returned by that rule as it is,
-so the result (text and counts) is the same as without preconditions, only sooner; a property
-test compares the two. A rule built without a precondition runs on every text.
+it needs (``@``, ``://``, ``eyJ``, ``-----BEGIN``, an API key prefix, a secret's word right
+before ``=`` or ``:``, ``bearer``, ``passport``) or the ASCII digits its validator or pattern
+needs (a card 13, an SSN 9, a phone 7, an IBAN 2). A text that fails is returned by that rule
+as it is, so the result (text and counts) is the same as without preconditions, only sooner; a
+property test compares the two. A rule built without a precondition runs on every text.
 
 Redaction is pure and deterministic, and its time is linear in the text: every pattern starts
 at a word boundary or a fixed prefix and none can backtrack without bound (adversarial inputs
