@@ -6,8 +6,10 @@ Core types:
 
 * ``RedactionRule`` — one kind of sensitive data: a ``name`` (the key of its count), a compiled
   ``pattern``, the ``replacement`` written in place of a match (an ``re`` template, so a rule
-  can keep part of its match with ``\\g<name>``), and an optional ``validator`` that must accept
-  the matched text (a checksum, a digit count).
+  can keep part of its match with ``\\g<name>``), an optional ``validator`` that must accept
+  the matched text (a checksum, a digit count), and an optional ``precondition``: a cheap test
+  of the whole text that proves the rule has nothing to replace in it (every default rule has
+  one; see "Preconditions" below).
 * ``RedactionPolicy`` — an ordered tuple of rules. ``redact(text)`` returns a ``Redacted`` (the
   new text and how many matches each rule replaced); ``redact_value(value)`` does the same for
   the strings inside lists, tuples and dict values (keys are never changed). Policies compose:
@@ -72,6 +74,15 @@ lookbehind that was a letter is now ``]``), so ``redact`` repeats the pass over 
 one changes nothing — a second pass for any text that had something to redact. Its result is a
 fixpoint: redacting it again changes nothing and counts nothing.
 
+**Preconditions.** Most texts hold nothing to redact, and a pattern scans the whole text to
+find that out. So each default rule first asks a much cheaper question that a text must pass
+for the rule to replace anything, derived from the rule's own pattern and validator: a literal
+it needs (``@``, ``://``, ``eyJ``, ``-----BEGIN``, an API key prefix, a secret's word right
+before ``=`` or ``:``, ``bearer``, ``passport``) or the ASCII digits its validator or pattern
+needs (a card 13, an SSN 9, a phone 7, an IBAN 2). A text that fails is returned by that rule
+as it is, so the result (text and counts) is the same as without preconditions, only sooner; a
+property test compares the two. A rule built without a precondition runs on every text.
+
 Redaction is pure and deterministic, and its time is linear in the text: every pattern starts
 at a word boundary or a fixed prefix and none can backtrack without bound (adversarial inputs
 are tested).
@@ -79,6 +90,7 @@ are tested).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -135,12 +147,18 @@ class RedactionRule:
     ``replacement`` is an ``re`` template expanded against the match, so a rule can keep a part
     of it (``\\g<head>[SECRET]`` keeps the group ``head``). A match that would be replaced by
     itself (already redacted text) is neither changed nor counted.
+
+    ``precondition``, when given, is called with the whole text before the pattern runs; it may
+    return False only for a text in which the rule would replace nothing (a literal that every
+    match holds is missing, or fewer digits than the validator accepts), and the rule is then
+    skipped. It saves time and never changes a result; when in doubt it must return True.
     """
 
     name: str
     pattern: re.Pattern[str]
     replacement: str
     validator: Callable[[str], bool] | None = None
+    precondition: Callable[[str], bool] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -148,6 +166,8 @@ class RedactionRule:
 
     def apply(self, text: str) -> tuple[str, int]:
         """``text`` with this rule's matches replaced, and how many were replaced."""
+        if self.precondition is not None and not self.precondition(text):
+            return text, 0
         pieces: list[str] = []
         copied = 0  # text[:copied] is already in pieces
         position = 0  # where the next search starts
@@ -250,6 +270,103 @@ def _is_phone_number(text: str) -> bool:
     return True
 
 
+# --- preconditions ---------------------------------------------------------------------------
+
+_ASCII_DIGITS = b"0123456789"
+
+# The characters other than A-Z and a-z that ``re.IGNORECASE`` matches to an ASCII letter (a
+# test checks every code point), each mapped to its letter: a word test on the folded text then
+# finds every spelling that the patterns' ``(?i)`` finds ("toKen" with a Kelvin sign too).
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+# One entry: the rules that ask run one after another on the same text, so a text is counted
+# and folded once per pass.
+@functools.lru_cache(maxsize=1)
+def _digit_count(text: str) -> int:
+    """How many ASCII digits ``text`` holds: what the patterns' ``[0-9]`` and ``_digits``
+    count (not ``\\d``, which also matches digits such as '٣')."""
+    # UTF-8 writes every other character with bytes >= 0x80, so the bytes 0-9 are exactly the
+    # ASCII digits, and deleting them is done in C.
+    data = text.encode("utf-8", "surrogatepass")
+    return len(data) - len(data.translate(None, _ASCII_DIGITS))
+
+
+@functools.lru_cache(maxsize=1)
+def _folded(text: str) -> str:
+    """``text`` lower-cased after ``_ASCII_FOLDS``. ``str.lower`` alone would miss the Kelvin
+    sign and may lengthen a character (İ becomes two), splitting a word the pattern matches."""
+    # Translating a non-ASCII text is slow; the characters it maps are rare.
+    if not text.isascii() and any(char in text for char in "\u0130\u0131\u017f\u212a"):
+        text = text.translate(_ASCII_FOLDS)
+    return text.lower()
+
+
+def _holds(needle: str) -> Callable[[str], bool]:
+    """A precondition: the text holds ``needle`` (case-sensitive)."""
+    return lambda text: needle in text
+
+
+def _digits_at_least(count: int) -> Callable[[str], bool]:
+    """A precondition: the text holds at least ``count`` ASCII digits."""
+    return lambda text: _digit_count(text) >= count
+
+
+def _names_with_digit(word: str) -> Callable[[str], bool]:
+    """A precondition: the text holds ``word`` in any case, and an ASCII digit."""
+    return lambda text: _digit_count(text) > 0 and word in _folded(text)
+
+
+def _may_hold_api_key(text: str) -> bool:
+    # Each alternative's literal start ("_live_" and "_test_" for Stripe's three); those with
+    # a "_" or a "-" are only looked for when the text has one.
+    return (
+        any(prefix in text for prefix in ("AKIA", "ASIA", "AIza"))
+        or ("-" in text and any(prefix in text for prefix in ("sk-", "xox", "glpat-")))
+        or (
+            "_" in text
+            and any(
+                prefix in text
+                for prefix in (
+                    *("_live_", "_test_", "whsec_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_"),
+                    *("github_pat_", "hf_", "npm_"),
+                )
+            )
+        )
+    )
+
+
+# How each secret word ends ("credentials" is "credential" and an "s"), and what may stand
+# between the word and its "=" or ":".
+_SECRET_ENDINGS = (
+    *("password", "passwd", "passphrase", "pwd", "secret", "token", "credential"),
+    *("authorization", "key"),
+)
+
+
+def _may_assign_secret(text: str) -> bool:
+    """Whether a secret word stands right before ``=`` or ``:`` (after an optional quote and
+    spaces or tabs), as the pattern needs. Long texts (code, configuration) often hold such a
+    word and a colon, but seldom one after the other."""
+    if "=" not in text and ":" not in text:
+        return False
+    folded = _folded(text)
+    for word in _SECRET_ENDINGS:
+        found = folded.find(word)
+        while found >= 0:
+            end = found + len(word)
+            if word == "credential" and folded.startswith("s", end):
+                end += 1
+            if folded.startswith(("'", '"'), end):
+                end += 1
+            while folded.startswith((" ", "\t"), end):
+                end += 1
+            if folded.startswith(("=", ":"), end):
+                return True
+            found = folded.find(word, found + 1)
+    return False
+
+
 # --- the default rules -----------------------------------------------------------------------
 
 _PRIVATE_KEY_LABEL = r"(?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY(?:[ ]BLOCK)?"
@@ -268,6 +385,7 @@ PRIVATE_KEY = RedactionRule(
         re.VERBOSE,
     ),
     SECRET_TOKEN,
+    precondition=_holds("-----BEGIN "),
 )
 
 JWT = RedactionRule(
@@ -276,6 +394,7 @@ JWT = RedactionRule(
     # signature is empty for unsigned tokens.
     re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
     SECRET_TOKEN,
+    precondition=_holds("eyJ"),
 )
 
 API_KEY = RedactionRule(
@@ -301,6 +420,7 @@ API_KEY = RedactionRule(
         re.VERBOSE,
     ),
     SECRET_TOKEN,
+    precondition=_may_hold_api_key,
 )
 
 BEARER = RedactionRule(
@@ -309,6 +429,7 @@ BEARER = RedactionRule(
     # characters of the token alphabet (RFC 6750) and hold a digit, as generated tokens do.
     re.compile(r"(?P<head>\b(?i:bearer)[ \t]+)(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{8,}=*"),
     rf"\g<head>{SECRET_TOKEN}",
+    precondition=_names_with_digit("bearer"),
 )
 
 URL_CREDENTIALS = RedactionRule(
@@ -317,6 +438,7 @@ URL_CREDENTIALS = RedactionRule(
     # lose the host, while the user name alone is no secret.
     re.compile(r"(?<=://)(?P<user>[^\s/:@\[\]]+):[^\s/@]+@"),
     rf"\g<user>:{SECRET_TOKEN}@",
+    precondition=lambda text: "://" in text and "@" in text,
 )
 
 # A secret's name ends with one of these words; any prefix is allowed (DB_PASSWORD,
@@ -350,6 +472,7 @@ SECRET_ASSIGNMENT = RedactionRule(
         re.IGNORECASE | re.VERBOSE,
     ),
     rf"\g<head>{SECRET_TOKEN}",
+    precondition=_may_assign_secret,
 )
 
 EMAIL = RedactionRule(
@@ -358,6 +481,7 @@ EMAIL = RedactionRule(
     # domain's labels are alphanumeric at both ends and its top level is letters only.
     re.compile(r"(?<![\w.%+-])[\w.%+-]+@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,63}(?!\w)"),
     "[EMAIL]",
+    precondition=_holds("@"),
 )
 
 IBAN = RedactionRule(
@@ -365,6 +489,7 @@ IBAN = RedactionRule(
     re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}[0-9]{2}(?:[ ]?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])"),
     "[IBAN]",
     _is_iban,
+    precondition=_digits_at_least(2),
 )
 
 CARD = RedactionRule(
@@ -385,6 +510,7 @@ CARD = RedactionRule(
     ),
     "[CARD]",
     _is_card_number,
+    precondition=_digits_at_least(13),
 )
 
 SSN = RedactionRule(
@@ -405,6 +531,7 @@ SSN = RedactionRule(
         re.VERBOSE,
     ),
     r"\g<head>[SSN]",
+    precondition=_digits_at_least(9),
 )
 
 PASSPORT = RedactionRule(
@@ -426,6 +553,7 @@ PASSPORT = RedactionRule(
         re.VERBOSE,
     ),
     r"\g<head>[PASSPORT]",
+    precondition=_names_with_digit("passport"),
 )
 
 PHONE = RedactionRule(
@@ -456,6 +584,7 @@ PHONE = RedactionRule(
     ),
     "[PHONE]",
     _is_phone_number,
+    precondition=_digits_at_least(7),
 )
 
 DEFAULT_RULES: tuple[RedactionRule, ...] = (
