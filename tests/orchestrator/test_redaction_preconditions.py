@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engramdb.orchestrator.redaction import (
-    _ASCII_FOLDS,
     DEFAULT_RULES,
     Redacted,
     RedactionPolicy,
     RedactionRule,
     default_policy,
 )
+from engramdb.orchestrator.redaction_preconditions import ASCII_FOLDS
 
 PLAIN_RULES = tuple(dataclasses.replace(rule, precondition=None) for rule in DEFAULT_RULES)
 PLAIN = RedactionPolicy(PLAIN_RULES)
@@ -153,12 +153,12 @@ def test_known_positives_pass_their_preconditions(text: str) -> None:
 
 
 def test_every_character_ignorecase_folds_to_an_ascii_letter_is_folded() -> None:
-    # The keyword preconditions fold the text with _ASCII_FOLDS and lower(); a character that
+    # The keyword preconditions fold the text with ASCII_FOLDS and lower(); a character that
     # re.IGNORECASE matches to a letter but the folding missed would let a keyword through.
     everything = "".join(map(chr, range(0x110000)))
     for letter in string.ascii_lowercase:
         for char in set(re.findall(letter, everything, re.IGNORECASE)):
-            assert char.translate(_ASCII_FOLDS).lower() == letter, hex(ord(char))
+            assert char.translate(ASCII_FOLDS).lower() == letter, hex(ord(char))
 
 
 def test_a_custom_rule_without_a_precondition_runs_on_every_text() -> None:

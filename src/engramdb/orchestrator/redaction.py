@@ -90,7 +90,6 @@ are tested).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -99,6 +98,13 @@ from typing import Any
 
 from engramdb.core.errors import ValidationError
 from engramdb.core.types import MemoryEntry
+from engramdb.orchestrator.redaction_preconditions import (
+    digits_at_least,
+    holds,
+    may_assign_secret,
+    may_hold_api_key,
+    names_with_digit,
+)
 
 __all__ = [
     "API_KEY",
@@ -270,103 +276,6 @@ def _is_phone_number(text: str) -> bool:
     return True
 
 
-# --- preconditions ---------------------------------------------------------------------------
-
-_ASCII_DIGITS = b"0123456789"
-
-# The characters other than A-Z and a-z that ``re.IGNORECASE`` matches to an ASCII letter (a
-# test checks every code point), each mapped to its letter: a word test on the folded text then
-# finds every spelling that the patterns' ``(?i)`` finds ("toKen" with a Kelvin sign too).
-_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-
-
-# One entry: the rules that ask run one after another on the same text, so a text is counted
-# and folded once per pass.
-@functools.lru_cache(maxsize=1)
-def _digit_count(text: str) -> int:
-    """How many ASCII digits ``text`` holds: what the patterns' ``[0-9]`` and ``_digits``
-    count (not ``\\d``, which also matches digits such as '٣')."""
-    # UTF-8 writes every other character with bytes >= 0x80, so the bytes 0-9 are exactly the
-    # ASCII digits, and deleting them is done in C.
-    data = text.encode("utf-8", "surrogatepass")
-    return len(data) - len(data.translate(None, _ASCII_DIGITS))
-
-
-@functools.lru_cache(maxsize=1)
-def _folded(text: str) -> str:
-    """``text`` lower-cased after ``_ASCII_FOLDS``. ``str.lower`` alone would miss the Kelvin
-    sign and may lengthen a character (İ becomes two), splitting a word the pattern matches."""
-    # Translating a non-ASCII text is slow; the characters it maps are rare.
-    if not text.isascii() and any(char in text for char in "\u0130\u0131\u017f\u212a"):
-        text = text.translate(_ASCII_FOLDS)
-    return text.lower()
-
-
-def _holds(needle: str) -> Callable[[str], bool]:
-    """A precondition: the text holds ``needle`` (case-sensitive)."""
-    return lambda text: needle in text
-
-
-def _digits_at_least(count: int) -> Callable[[str], bool]:
-    """A precondition: the text holds at least ``count`` ASCII digits."""
-    return lambda text: _digit_count(text) >= count
-
-
-def _names_with_digit(word: str) -> Callable[[str], bool]:
-    """A precondition: the text holds ``word`` in any case, and an ASCII digit."""
-    return lambda text: _digit_count(text) > 0 and word in _folded(text)
-
-
-def _may_hold_api_key(text: str) -> bool:
-    # Each alternative's literal start ("_live_" and "_test_" for Stripe's three); those with
-    # a "_" or a "-" are only looked for when the text has one.
-    return (
-        any(prefix in text for prefix in ("AKIA", "ASIA", "AIza"))
-        or ("-" in text and any(prefix in text for prefix in ("sk-", "xox", "glpat-")))
-        or (
-            "_" in text
-            and any(
-                prefix in text
-                for prefix in (
-                    *("_live_", "_test_", "whsec_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_"),
-                    *("github_pat_", "hf_", "npm_"),
-                )
-            )
-        )
-    )
-
-
-# How each secret word ends ("credentials" is "credential" and an "s"), and what may stand
-# between the word and its "=" or ":".
-_SECRET_ENDINGS = (
-    *("password", "passwd", "passphrase", "pwd", "secret", "token", "credential"),
-    *("authorization", "key"),
-)
-
-
-def _may_assign_secret(text: str) -> bool:
-    """Whether a secret word stands right before ``=`` or ``:`` (after an optional quote and
-    spaces or tabs), as the pattern needs. Long texts (code, configuration) often hold such a
-    word and a colon, but seldom one after the other."""
-    if "=" not in text and ":" not in text:
-        return False
-    folded = _folded(text)
-    for word in _SECRET_ENDINGS:
-        found = folded.find(word)
-        while found >= 0:
-            end = found + len(word)
-            if word == "credential" and folded.startswith("s", end):
-                end += 1
-            if folded.startswith(("'", '"'), end):
-                end += 1
-            while folded.startswith((" ", "\t"), end):
-                end += 1
-            if folded.startswith(("=", ":"), end):
-                return True
-            found = folded.find(word, found + 1)
-    return False
-
-
 # --- the default rules -----------------------------------------------------------------------
 
 _PRIVATE_KEY_LABEL = r"(?:[A-Z0-9]+[ ])*PRIVATE[ ]KEY(?:[ ]BLOCK)?"
@@ -385,7 +294,7 @@ PRIVATE_KEY = RedactionRule(
         re.VERBOSE,
     ),
     SECRET_TOKEN,
-    precondition=_holds("-----BEGIN "),
+    precondition=holds("-----BEGIN "),
 )
 
 JWT = RedactionRule(
@@ -394,7 +303,7 @@ JWT = RedactionRule(
     # signature is empty for unsigned tokens.
     re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
     SECRET_TOKEN,
-    precondition=_holds("eyJ"),
+    precondition=holds("eyJ"),
 )
 
 API_KEY = RedactionRule(
@@ -420,7 +329,7 @@ API_KEY = RedactionRule(
         re.VERBOSE,
     ),
     SECRET_TOKEN,
-    precondition=_may_hold_api_key,
+    precondition=may_hold_api_key,
 )
 
 BEARER = RedactionRule(
@@ -429,7 +338,7 @@ BEARER = RedactionRule(
     # characters of the token alphabet (RFC 6750) and hold a digit, as generated tokens do.
     re.compile(r"(?P<head>\b(?i:bearer)[ \t]+)(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{8,}=*"),
     rf"\g<head>{SECRET_TOKEN}",
-    precondition=_names_with_digit("bearer"),
+    precondition=names_with_digit("bearer"),
 )
 
 URL_CREDENTIALS = RedactionRule(
@@ -472,7 +381,7 @@ SECRET_ASSIGNMENT = RedactionRule(
         re.IGNORECASE | re.VERBOSE,
     ),
     rf"\g<head>{SECRET_TOKEN}",
-    precondition=_may_assign_secret,
+    precondition=may_assign_secret,
 )
 
 EMAIL = RedactionRule(
@@ -481,7 +390,7 @@ EMAIL = RedactionRule(
     # domain's labels are alphanumeric at both ends and its top level is letters only.
     re.compile(r"(?<![\w.%+-])[\w.%+-]+@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+[^\W\d_]{2,63}(?!\w)"),
     "[EMAIL]",
-    precondition=_holds("@"),
+    precondition=holds("@"),
 )
 
 IBAN = RedactionRule(
@@ -489,7 +398,7 @@ IBAN = RedactionRule(
     re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}[0-9]{2}(?:[ ]?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])"),
     "[IBAN]",
     _is_iban,
-    precondition=_digits_at_least(2),
+    precondition=digits_at_least(2),
 )
 
 CARD = RedactionRule(
@@ -510,7 +419,7 @@ CARD = RedactionRule(
     ),
     "[CARD]",
     _is_card_number,
-    precondition=_digits_at_least(13),
+    precondition=digits_at_least(13),
 )
 
 SSN = RedactionRule(
@@ -531,7 +440,7 @@ SSN = RedactionRule(
         re.VERBOSE,
     ),
     r"\g<head>[SSN]",
-    precondition=_digits_at_least(9),
+    precondition=digits_at_least(9),
 )
 
 PASSPORT = RedactionRule(
@@ -553,7 +462,7 @@ PASSPORT = RedactionRule(
         re.VERBOSE,
     ),
     r"\g<head>[PASSPORT]",
-    precondition=_names_with_digit("passport"),
+    precondition=names_with_digit("passport"),
 )
 
 PHONE = RedactionRule(
@@ -584,7 +493,7 @@ PHONE = RedactionRule(
     ),
     "[PHONE]",
     _is_phone_number,
-    precondition=_digits_at_least(7),
+    precondition=digits_at_least(7),
 )
 
 DEFAULT_RULES: tuple[RedactionRule, ...] = (
