@@ -3,10 +3,12 @@
 Python blocks run as scripts in a temporary folder (the REST client's block against a server
 started for it, as the README tells). Bash blocks run line by line in a temporary folder, with
 the ``engram`` command installed beside this Python and a user data folder of their own;
-a server line runs in the background until it answers, then is stopped. Three things are
+a server line runs in the background until it answers, then is stopped. Four things are
 changed on the way, each said where it is done:
 
 * ports written in a block are swapped for free ones, so that parallel runs do not collide;
+* a file of the checkout that a block names (``schemathesis.toml``) is copied into its
+  folder, as the block is written to run from the checkout;
 * ``pip install -e …`` is checked to be done (this checkout installed, the extra's
   requirements present) instead of being run again: ``scripts/test.sh`` runs it before
   pytest starts, and running it inside the suite would reinstall the package under test;
@@ -26,6 +28,7 @@ import lzma
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -41,6 +44,8 @@ from tests.helpers.processes import serving, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+#: Files of the checkout a block may name, run as it is from the checkout.
+CHECKOUT_FILES = ("schemathesis.toml",)
 CI_RUN = ROOT / ".ci" / "run"
 TIMEOUT_S = 600
 
@@ -260,6 +265,9 @@ def tiny_longmemeval(folder: Path) -> Path:
 def test_bash_block_runs(block: Block, tmp_path: Path) -> None:
     env = environment(tmp_path)
     code = with_free_ports(block.code)
+    for name in CHECKOUT_FILES:
+        if name in code:
+            shutil.copyfile(ROOT / name, tmp_path / name)
     if re.search(r"&\s*(server=\$!)?\s*$", code, re.M):
         # A server in the background and what uses it: one script, as a shell runs it.
         run_bash(code, tmp_path, env)

@@ -4,7 +4,10 @@ same API calls on SQLite and on PostgreSQL (whose server the test suite requires
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -162,65 +165,101 @@ async def test_two_instances_share_one_database(kind: str, tmp_path: Path) -> No
             await client.aclose()
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
-async def test_one_idempotency_key_runs_once_across_instances(kind: str, tmp_path: Path) -> None:
-    target = str(tmp_path / "shared.db") if kind == "sqlite" else empty_database()
+PAY = {"key": "k", "value": 1}
+PAY_KEY = {"Idempotency-Key": "pay-1"}
+
+
+class HeldFirstWrite:
+    """``EventSourcedProvider.write`` patched so that the first write stays inside its handler
+    until its request is cancelled; any other runs through. ``calls`` counts them."""
+
+    def __init__(self) -> None:
+        self.entered, self._never = asyncio.Event(), asyncio.Event()
+        self.calls = 0
+        self._write = EventSourcedProvider.write
+
+    def patched(self) -> Callable[..., Awaitable[Any]]:
+        """The method to patch in (a function, so that it binds to each provider)."""
+
+        async def write(provider: Any, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == 1:
+                self.entered.set()
+                await self._never.wait()
+            return await self._write(provider, *args, **kwargs)
+
+        return write
+
+
+@asynccontextmanager
+async def two_instances_one_held(
+    target: str, first_lease_s: int
+) -> AsyncIterator[tuple[httpx.AsyncClient, HeldFirstWrite]]:
+    """Two service instances on ``target``; the first has claimed key ``pay-1`` (its lease
+    ``first_lease_s``) and is held inside its write, as if it hung or died. Yields the second
+    instance's client."""
     config = EngineConfig(embedder=None)
-    # Long enough that the retry below lands inside the lease on a loaded machine.
-    settings = ServiceSettings(idempotency_lease_s=4)
-    entered, release = asyncio.Event(), asyncio.Event()
-    calls = 0
-    write = EventSourcedProvider.write
-
-    async def held_write(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # The first request stays inside its handler until released; any other runs through.
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            entered.set()
-            await release.wait()
-        return await write(self, *args, **kwargs)
-
+    held = HeldFirstWrite()
     async with (
         engramdb.open(target, config=config) as one,
         engramdb.open(target, config=config) as two,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(
+                app=create_app(ServiceSettings(idempotency_lease_s=first_lease_s), engine=one)
+            ),
+            base_url="http://service",
+        ) as one_http,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(ServiceSettings(), engine=two)),
+            base_url="http://service",
+        ) as two_http,
     ):
-        one_http, two_http = (
-            httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=create_app(settings, engine=engine)),
-                base_url="http://service",
-            )
-            for engine in (one, two)
-        )
-        headers = {"Idempotency-Key": "pay-1"}
-        body = {"key": "k", "value": 1}
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(EventSourcedProvider, "write", held_write)
+            patch.setattr(EventSourcedProvider, "write", held.patched())
             first = asyncio.create_task(
-                one_http.post("/v1/memory/entries", json=body, headers=headers)
+                one_http.post("/v1/memory/entries", json=PAY, headers=PAY_KEY)
             )
-            await entered.wait()
-            retry = await two_http.post("/v1/memory/entries", json=body, headers=headers)
-            assert (retry.status_code, retry.json()["error"]) == (409, "conflict")
-            assert calls == 1
-            # The first instance "dies" holding the key: once the lease lapses the key runs
-            # again (polled, so that a slow machine only makes the test take longer).
-            deadline = time.monotonic() + 30
-            while True:
-                await asyncio.sleep(0.5)
-                late = await two_http.post("/v1/memory/entries", json=body, headers=headers)
-                if late.status_code != 409 or time.monotonic() > deadline:
-                    break
-            assert late.status_code == 201
-            assert "Idempotent-Replayed" not in late.headers
-            assert calls == 2
-            first.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await first
-        replay = await two_http.post("/v1/memory/entries", json=body, headers=headers)
+            await held.entered.wait()
+            try:
+                yield two_http, held
+            finally:
+                first.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await first
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_retry_while_the_first_runs_gets_409_on_another_instance(
+    kind: str, tmp_path: Path
+) -> None:
+    target = str(tmp_path / "shared.db") if kind == "sqlite" else empty_database()
+    # The default lease (minutes): the retry lands inside it however loaded the machine.
+    async with two_instances_one_held(target, ServiceSettings().idempotency_lease_s) as (
+        two_http,
+        held,
+    ):
+        retry = await two_http.post("/v1/memory/entries", json=PAY, headers=PAY_KEY)
+        assert (retry.status_code, retry.json()["error"]) == (409, "conflict")
+        assert held.calls == 1
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_claim_lapses_when_its_instance_dies(kind: str, tmp_path: Path) -> None:
+    target = str(tmp_path / "shared.db") if kind == "sqlite" else empty_database()
+    async with two_instances_one_held(target, 1) as (two_http, held):
+        # Once the first instance's lease lapses the key runs again: polled, with a generous
+        # bound, so that a loaded machine only makes the test take longer.
+        deadline = time.monotonic() + 120
+        while True:
+            late = await two_http.post("/v1/memory/entries", json=PAY, headers=PAY_KEY)
+            if late.status_code != 409 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+        assert late.status_code == 201, late.text
+        assert "Idempotent-Replayed" not in late.headers
+        assert held.calls == 2
+        replay = await two_http.post("/v1/memory/entries", json=PAY, headers=PAY_KEY)
         assert replay.headers["Idempotent-Replayed"] == "true"
-        for http in (one_http, two_http):
-            await http.aclose()
 
 
 async def test_a_failed_request_lets_go_of_its_idempotency_key(any_engine: Engine) -> None:

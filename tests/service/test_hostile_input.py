@@ -168,7 +168,7 @@ async def test_a_recall_whose_stores_failed_does_not_name_the_database() -> None
         await connect(url, connect_timeout=2)
     failure = ProviderFailure.of("episodic", raised.value).to_dict()
     with pytest.raises(RecallError) as recall:
-        _raise_total_failure([ProviderFailure.of("episodic", raised.value)])
+        _raise_total_failure([ProviderFailure.of("episodic", raised.value)], 5.0)
     for answer in (error_response(recall.value).body, json.dumps(public_failure(failure))):
         text = bytes(answer).decode() if not isinstance(answer, str) else answer
         assert "engram_secret" not in text

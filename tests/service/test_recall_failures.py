@@ -4,6 +4,7 @@ provider can evaluate is a 422 before any provider runs, a provider that fails i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,35 @@ async def test_providers_that_fail_are_named_and_a_total_failure_is_503(
     with pytest.warns(engramdb.PartialRecallWarning, match="conversation"):
         hits = await manager.recall(engramdb.RecallQuery(query="hello"))
     assert [r.entry.key for r in hits] == ["k"]
+
+
+async def test_a_recall_every_provider_ran_out_of_time_for_is_503_with_retry_after(
+    any_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine too busy to answer in the caller's ``timeout_s``: the documented 503, with
+    how long to wait; a provider that breaks instead says no such thing."""
+    search = EventSourcedProvider.search
+
+    async def stuck(self: EventSourcedProvider, *args: Any, **kwargs: Any) -> Any:
+        if self.provider_id == "episodic":
+            await asyncio.sleep(60)  # far past the 1 s the recall allows
+        if self.provider_id == "conversation":
+            raise RuntimeError("the index of this provider is broken")
+        return await search(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventSourcedProvider, "search", stuck)
+    app = create_app(ServiceSettings(), engine=any_engine)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://service"
+    ) as http:
+        late = {"query": "hello", "provider_ids": ["episodic"], "timeout_s": 1}
+        answer = await http.post("/v1/memory/recall", json=late)
+        assert (answer.status_code, answer.json()["error"]) == (503, "recall_error")
+        assert answer.headers["Retry-After"] == "1"
+        broken = {**late, "provider_ids": ["episodic", "conversation"]}
+        answer = await http.post("/v1/memory/recall", json=broken)
+        assert (answer.status_code, answer.json()["error"]) == (503, "recall_error")
+        assert "Retry-After" not in answer.headers
+        schema = (await http.get("/openapi.json")).json()
+    documented = schema["paths"]["/v1/memory/recall"]["post"]["responses"]["503"]
+    assert "Retry-After" in documented["headers"]

@@ -298,7 +298,9 @@ class StorageBusyError(StorageError):
 
 class RecallError(EngramRuntimeError):
     """Recall failed in every provider it asked, not all of them on the query itself (a
-    store, a model or a timeout failed). ``details["failures"]`` names each provider."""
+    store, a model or a timeout failed). ``details["failures"]`` names each provider; when
+    every one of them ran out of time, ``details["retry_after_s"]`` is that time (a busy
+    machine: the recall may answer after such a pause)."""
 
     code = "recall_error"
 

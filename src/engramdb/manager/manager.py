@@ -325,7 +325,7 @@ class MemoryManager:
                 batches.append(outcome)
         asked = [p.capabilities().provider_id for p in providers]
         if providers and not batches:
-            _raise_total_failure(failures)
+            _raise_total_failure(failures, timeout)
         merged = merge_results(batches, limit=query.limit, session=self.session)
         if not raw:
             merged = [
@@ -354,10 +354,18 @@ class MemoryManager:
             await provider.close()
 
 
-def _raise_total_failure(failures: list[ProviderFailure]) -> None:
+def _raise_total_failure(failures: list[ProviderFailure], timeout_s: float) -> None:
     """Raise the error of a recall that every provider it asked failed."""
     summary = "; ".join(f"{f.provider_id}: {f.error}: {f.message}" for f in failures)
     details = [f.to_dict() for f in failures]
     if all(f.cause == "request" for f in failures):
         raise RecallQueryError(f"every provider refused this recall: {summary}", failures=details)
+    if all(f.error == "TimeoutError" for f in failures):
+        # Every provider overran the time it was given: a busy machine, not a broken store;
+        # the same recall may well answer after a pause as long as that time.
+        raise RecallError(
+            f"recall failed in every provider it asked: {summary}",
+            failures=details,
+            retry_after_s=timeout_s,
+        )
     raise RecallError(f"recall failed in every provider it asked: {summary}", failures=details)

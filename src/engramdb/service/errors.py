@@ -73,8 +73,20 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         ),
         (413, "The request body or a value is too large"),
         (422, "The request failed validation; nothing was written"),
-        (503, "The storage or a model failed; the request may succeed later"),
+        (
+            503,
+            "The storage or a model failed, or the server is too busy to answer in time; "
+            "the request may succeed later",
+        ),
     )
+}
+#: A 503 says how long to wait when the server knows: a model server asked for a pause, or
+#: every provider of a recall ran out of time.
+ERROR_RESPONSES[503]["headers"] = {
+    "Retry-After": {
+        "description": "Seconds to wait before sending the request again",
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    }
 }
 
 
