@@ -13,7 +13,7 @@ import pytest
 
 from engramdb.core.errors import EmbedderError, InvalidValueError
 from engramdb.index import BatchingEmbedder, Embedder, MiniLMEmbedder
-from engramdb.index.embedder import FloatArray, l2_normalize
+from engramdb.index.embedder import FloatArray, StartingEmbedder, l2_normalize
 
 from .test_minilm import TEXTS
 
@@ -173,3 +173,102 @@ async def test_minilm_vectors_batched_with_others_equal_vectors_alone(
     assert np.allclose(np.stack(together), alone, atol=1e-5)
     assert batching.model_id == minilm.model_id
     assert batching.dimensions == minilm.dimensions
+
+
+class StartingGated(GatedEmbedder):
+    """``GatedEmbedder`` that can begin a call at once (``StartingEmbedder``): the call is
+    recorded before ``start`` returns."""
+
+    def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+        self.calls.append(list(texts))
+        self.called.set()
+        return asyncio.ensure_future(self._answer(list(texts)))
+
+    async def _answer(self, texts: list[str]) -> FloatArray:
+        await self.gate.wait()
+        return np.stack([self.vector(text) for text in texts])
+
+
+async def test_start_at_an_idle_model_begins_the_call_before_it_returns() -> None:
+    inner = StartingGated()
+    batching = BatchingEmbedder(inner, max_wait_s=30.0)
+    assert isinstance(batching, StartingEmbedder)
+    started = batching.start(["b", "a", "b"])
+    # Asked before the caller's next await, not on the loop's next turn.
+    assert inner.calls == [["b", "a"]]
+    rows = await asyncio.wait_for(started, 5)
+    assert np.array_equal(rows, expected(inner, ["b", "a", "b"]))
+    # Again right after (the sender still waits for company): begun at once too.
+    again = batching.start(["c"])
+    assert inner.calls[-1] == ["c"]
+    assert np.array_equal(await again, expected(inner, ["c"]))
+    assert batching.calls == 2
+
+
+async def test_start_while_the_model_runs_takes_the_next_batch() -> None:
+    inner = StartingGated()
+    inner.gate.clear()
+    batching = BatchingEmbedder(inner, max_wait_s=0.0)
+    first = batching.start(["first"])
+    later = [batching.start([f"later {n}"]) for n in range(3)]
+    # Later callers of the same turn wait for the running call, then go together.
+    assert inner.calls == [["first"]]
+    inner.gate.set()
+    rows = await asyncio.gather(first, *later)
+    assert inner.calls == [["first"], [f"later {n}" for n in range(3)]]
+    assert np.array_equal(
+        np.stack([r[0] for r in rows]), expected(inner, inner.calls[0] + inner.calls[1])
+    )
+
+
+async def test_a_started_caller_that_gives_up_cancels_nothing() -> None:
+    inner = StartingGated()
+    inner.gate.clear()
+    batching = BatchingEmbedder(inner, max_wait_s=0.0)
+    impatient = batching.start(["shared"])
+    patient = asyncio.ensure_future(batching.embed(["shared", "mine"]))
+    await asyncio.sleep(0)
+    impatient.cancel()
+    inner.gate.set()
+    assert np.array_equal(await patient, expected(inner, ["shared", "mine"]))
+    assert impatient.cancelled()
+    # Bad input is the future's exception, and reaches no model.
+    calls = len(inner.calls)
+    with pytest.raises(InvalidValueError):
+        await batching.start("one string")
+    assert (await batching.start([])).shape == (0, inner.dimensions)
+    assert len(inner.calls) == calls
+
+
+async def test_start_without_a_starting_model_is_embed() -> None:
+    inner = GatedEmbedder()
+    batching = BatchingEmbedder(inner, max_wait_s=30.0)
+    rows = await asyncio.wait_for(batching.start(["x", "y"]), 5)
+    assert inner.calls == [["x", "y"]]
+    assert np.array_equal(rows, expected(inner, ["x", "y"]))
+    # A failure reaches the caller.
+    inner.failures = 1
+    with pytest.raises(EmbedderError):
+        await batching.start(["z"])
+
+
+async def test_minilm_start_gives_embed_s_vectors(minilm: MiniLMEmbedder) -> None:
+    assert isinstance(minilm, StartingEmbedder)
+    texts = TEXTS[:4]
+    assert np.array_equal(await minilm.start(texts), await minilm.embed(texts))
+    # More texts than one batch of the model, and bad input.
+    many = [f"text number {n}" for n in range(minilm.batch_size + 3)]
+    assert np.array_equal(await minilm.start(many), await minilm.embed(many))
+    with pytest.raises(InvalidValueError):
+        await minilm.start(["fine", 3])  # type: ignore[list-item]
+
+
+async def test_start_after_a_crowded_batch_waits_for_company_as_embed_does() -> None:
+    inner = StartingGated()
+    batching = BatchingEmbedder(inner, max_wait_s=0.05)
+    await asyncio.gather(batching.embed(["a"]), batching.embed(["b"]))
+    assert inner.calls == [["a", "b"]]
+    # Callers just answered together ask again together: their texts meet in one batch.
+    rows = await asyncio.gather(batching.start(["c"]), batching.start(["d"]))
+    assert inner.calls == [["a", "b"], ["c", "d"]]
+    assert np.array_equal(np.stack([r[0] for r in rows]), expected(inner, ["c", "d"]))

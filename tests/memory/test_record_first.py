@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ import engramdb
 from engramdb.core.events import new_id
 from engramdb.core.intent import MemoryItem
 from engramdb.engine import Engine, EngineConfig
+from engramdb.index.embedder import FloatArray, WrappingEmbedder, start_embedding
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.episodic import EPISODIC_SPEC
 from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
@@ -66,6 +68,43 @@ async def test_the_vector_is_stored_and_found_when_memorize_returns(
         hits = await mem.episodic.remember("who lost a hat on the ferry?", limit=1)
         assert [hit.text for hit in hits] == [TURN]
         assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
+
+
+class Logged(WrappingEmbedder[MiniLMEmbedder]):
+    """The real model, noting in ``log`` when it is handed a write's texts."""
+
+    def __init__(self, inner: MiniLMEmbedder, log: list[str]) -> None:
+        super().__init__(inner)
+        self.log = log
+
+    async def embed(self, texts: Sequence[str]) -> FloatArray:
+        return await self.start(texts)
+
+    def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+        self.log.append("model")
+        return start_embedding(self.inner, texts)
+
+
+async def test_the_model_is_asked_before_the_write_goes_to_the_store(
+    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log: list[str] = []
+    async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
+        mem = engine.scope(**SCOPE)
+        await mem.episodic.memorize(MemoryItem(text="Warm up.", role="user"))
+        commit = engine.backend.commit
+
+        async def noted(*args: Any) -> Any:
+            log.append("commit")
+            return await commit(*args)
+
+        monkeypatch.setattr(engine.backend, "commit", noted)
+        log.clear()
+        await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
+        # The turn's transaction is prepared (and on SQLite committed) while the model runs.
+        assert log[:2] == ["model", "commit"]
+        whole, _ = await _stored(engine)
+        assert len(whole) == 2
 
 
 async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_next_open(

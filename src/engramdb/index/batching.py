@@ -22,12 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engramdb.core.errors import InvalidValueError
 from engramdb.index.embedder import (
     Embedder,
     FloatArray,
     WrappingEmbedder,
     check_texts,
     empty_matrix,
+    failed,
+    start_embedding,
 )
 
 #: How long a batch waits for company after its first text arrives, while the model serves
@@ -51,6 +54,8 @@ class _Batch:
     rows: dict[str, int] = field(default_factory=dict)
     full: asyncio.Event = field(default_factory=asyncio.Event)
     callers: int = 0
+    # The wrapped embedder's call, when it began as the batch opened (``start``).
+    started: asyncio.Future[FloatArray] | None = None
 
 
 @dataclass(eq=False)
@@ -62,6 +67,8 @@ class _Lane:
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     # Whether the last batch sent served several callers: only then is company worth a wait.
     crowded: bool = False
+    # Whether a call of the wrapped embedder is under way.
+    running: bool = False
 
 
 class BatchingEmbedder(WrappingEmbedder[Embedder]):
@@ -74,7 +81,9 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
 
     A call that finds the model idle, or serving one caller at a time, is sent at once; while
     batches of several callers run (or ran within ``max_wait_s``), a new batch collects for up
-    to ``max_wait_s`` first.
+    to ``max_wait_s`` first. ``start`` at a model idle that way goes further: the wrapped
+    embedder's call begins before it returns (``StartingEmbedder``), and calls made later in
+    the same turn of the loop take the next batch.
 
     A caller that is cancelled stops waiting; the batch it joined still runs for the others.
     A failure of ``inner`` is raised to every caller of that batch, and later batches try
@@ -132,13 +141,46 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
         result: FloatArray = matrix[[batch.rows[text] for text in wanted]]
         return result
 
-    def _join(self, texts: list[str]) -> _Batch:
+    def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+        """``embed(texts)`` as a future; at an idle model the wrapped embedder's call begins
+        before this returns, so a write's own work overlaps the model's. Cancelling the
+        future cancels no batch. Bad input and failures are the future's exception."""
+        try:
+            wanted = check_texts(texts)
+        except InvalidValueError as exc:
+            return failed(exc)
+        mine: asyncio.Future[FloatArray] = asyncio.get_running_loop().create_future()
+        if not wanted:
+            mine.set_result(empty_matrix(self.dimensions))
+            return mine
+        if len(set(wanted)) > self._max_texts:
+            return start_embedding(self._inner, wanted)
+        batch = self._join(wanted, now=True)
+        rows = [batch.rows[text] for text in wanted]
+
+        def answer(done: asyncio.Future[FloatArray]) -> None:
+            if mine.done():
+                return
+            if done.cancelled():
+                mine.cancel()
+            elif (exc := done.exception()) is not None:
+                mine.set_exception(exc)
+            else:
+                mine.set_result(done.result()[rows])
+
+        batch.result.add_done_callback(answer)
+        return mine
+
+    def _join(self, texts: list[str], *, now: bool = False) -> _Batch:
         """The open batch with ``texts`` added, or a new one if they do not fit."""
         loop = asyncio.get_running_loop()
         lane = self._lanes.get(loop)
         if lane is None:
             lane = self._lanes[loop] = _Lane()
         batch = lane.waiting[-1] if lane.waiting else None
+        # Nothing runs, nobody else waits, and the last batch had no company (callers just
+        # answered together ask again together): ``start`` may begin the model's work now.
+        free = now and batch is None and not lane.running and not lane.crowded
         fresh = set(texts) - (set(batch.rows) if batch is not None else set())
         if batch is None or batch.full.is_set() or len(batch.rows) + len(fresh) > self._max_texts:
             # A lone caller asking again (a write's embeddings one after another) must not
@@ -150,8 +192,12 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
         batch.callers += 1
         for text in texts:
             batch.rows.setdefault(text, len(batch.rows))
-        if len(batch.rows) >= self._max_texts:
+        if len(batch.rows) >= self._max_texts or free:
             batch.full.set()
+        if free:
+            # Begun now, not on the sender's next turn; the sender still answers it.
+            lane.running = True
+            batch.started = start_embedding(self._inner, list(batch.rows))
         if lane.sender is None or lane.sender.done():
             # A fresh context: the task outlives the caller that happened to start it and must
             # not carry that caller's settings (retry budgets) into other callers' batches.
@@ -181,13 +227,20 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
             batch.full.set()
             lane.waiting.popleft()
             lane.crowded = batch.callers > 1
-            await self._run(batch)
+            lane.running = True
+            try:
+                await self._run(batch)
+            finally:
+                lane.running = False
 
     async def _run(self, batch: _Batch) -> None:
         texts = list(batch.rows)
         self._calls += 1
         try:
-            matrix = await self._embed_inner(texts)
+            if batch.started is None:
+                matrix = await self._embed_inner(texts)
+            else:
+                matrix = self._checked(texts, await batch.started)
         except asyncio.CancelledError:
             # The loop is closing: the callers are being cancelled too.
             batch.result.cancel()

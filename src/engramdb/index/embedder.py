@@ -7,6 +7,7 @@ indexed tier stores ``model_id`` with its vectors: vectors from different ids ne
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -55,6 +56,32 @@ class Embedder(Protocol):
     async def embed_one(self, text: str) -> FloatArray:
         """Embed one text; returns shape ``(dimensions,)``."""
         ...
+
+
+@runtime_checkable
+class StartingEmbedder(Protocol):
+    """An embedder that can hand texts to its model before its caller next awaits."""
+
+    def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+        """``embed(texts)`` as a future, the model's work begun (when the model is free) before
+        this returns; bad input and failures are the future's exception."""
+        ...
+
+
+def start_embedding(embedder: BatchEmbedder, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+    """``embedder.embed(texts)`` as a future: begun before this returns by an embedder that
+    can (``StartingEmbedder``), so its caller's own work overlaps the model's; by any other
+    on the loop's next turn. Cancelling the future gives up on the result only."""
+    if isinstance(embedder, StartingEmbedder):
+        return embedder.start(texts)
+    return asyncio.ensure_future(embedder.embed(texts))
+
+
+def failed(exc: BaseException) -> asyncio.Future[FloatArray]:
+    """A future that holds ``exc``: what ``start`` gives for a call that cannot begin."""
+    future: asyncio.Future[FloatArray] = asyncio.get_running_loop().create_future()
+    future.set_exception(exc)
+    return future
 
 
 def l2_normalize(matrix: npt.ArrayLike) -> FloatArray:
@@ -159,7 +186,14 @@ class WrappingEmbedder(Generic[InnerT]):
         Raises:
             EmbedderError: they are not one row of ``dimensions`` per text.
         """
-        matrix = await self._inner.embed(texts)
+        return self._checked(texts, await self._inner.embed(texts))
+
+    def _checked(self, texts: list[str], matrix: FloatArray) -> FloatArray:
+        """``matrix``, if it is one row of ``dimensions`` per text of ``texts``.
+
+        Raises:
+            EmbedderError: it is not.
+        """
         if matrix.shape != (len(texts), self.dimensions):
             raise EmbedderError(
                 f"{self.model_id} returned shape {matrix.shape} for {len(texts)} texts",

@@ -51,7 +51,13 @@ import numpy.typing as npt
 
 from engramdb.core.errors import EmbedderError, ModelIntegrityError
 from engramdb.index.blas import one_blas_thread
-from engramdb.index.embedder import FloatArray, check_texts, empty_matrix, l2_normalize
+from engramdb.index.embedder import (
+    FloatArray,
+    check_texts,
+    empty_matrix,
+    failed,
+    l2_normalize,
+)
 from engramdb.index.int8_matmul import Kernel, fastest_exact_kernel, int8_matmuls
 
 if TYPE_CHECKING:
@@ -237,6 +243,18 @@ class MiniLMEmbedder:
             result[rows] = await self._in_worker(functools.partial(self._embed_batch, batch))
         return result
 
+    def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
+        """``embed(texts)``, handed to the model's thread before this returns when the texts
+        make one batch (a write's texts), so the caller's own work overlaps the model's.
+        Bad input and failures are the future's exception."""
+        try:
+            wanted = check_texts(texts)
+            if 0 < len(wanted) <= self._batch_size:
+                return self._submit(functools.partial(self._embed_in_order, wanted))
+        except Exception as exc:
+            return failed(exc)
+        return asyncio.ensure_future(self.embed(wanted))
+
     async def embed_one(self, text: str) -> FloatArray:
         """Embed one text; returns shape ``(384,)``."""
         matrix = await self.embed([text])
@@ -264,12 +282,15 @@ class MiniLMEmbedder:
     # -- worker-thread side -------------------------------------------------------------------
 
     async def _in_worker(self, call: Callable[[], _T]) -> _T:
+        return await self._submit(call)
+
+    def _submit(self, call: Callable[[], _T]) -> asyncio.Future[_T]:
+        """``call`` queued on the model's thread before this returns."""
         if self._closed:
             raise EmbedderError("the embedder is closed", model_id=self.model_id)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-minilm")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, call)
+        return asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     def _ensure_loaded(self) -> _Runtime:
         # Only the single worker thread gets here, one call at a time, so concurrent first
@@ -330,6 +351,13 @@ class MiniLMEmbedder:
                 model_id=self.model_id,
             )
         return self._int8_kernel or fastest
+
+    def _embed_in_order(self, texts: list[str]) -> FloatArray:
+        """One batch of ``texts``, shortest first as ``embed`` orders them, in their order."""
+        order = sorted(range(len(texts)), key=lambda row: len(texts[row]))
+        result = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        result[order] = self._embed_batch([texts[row] for row in order])
+        return result
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         runtime = self._ensure_loaded()

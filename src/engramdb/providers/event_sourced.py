@@ -47,7 +47,7 @@ from engramdb.core.validation import (
 )
 from engramdb.providers.base import MemoryProvider
 from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
-from engramdb.providers.indexing import Indexer, SearchHit, SearchRequest
+from engramdb.providers.indexing import Embedded, Indexer, SearchHit, SearchRequest
 from engramdb.providers.projection import (
     PROJECTED_TYPES,
     ProjectionSpec,
@@ -237,47 +237,71 @@ class EventSourcedProvider(MemoryProvider):
         # whole-text vector and a durable note that its parts are owed (``DeferredParts``),
         # committed while the model computes that vector (``record_first``). A batch, whose
         # caller waits for throughput rather than for one turn, embeds all at once.
+        # The model begins first; the transaction is prepared (and on SQLite committed) while
+        # it runs.
+        deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
         with self.indexer.deferred.writing():
-            queue = vector_queue(self, records)
-            if queue is not None:
-                return await write_record_first(self, queue, requests, records, envelopes, trace)
-            deferring = self._embeds and self.spec.embed_parts is not None and len(records) == 1
-            return await self._embed_and_commit(requests, records, envelopes, trace, deferring)
+            embedding = (
+                self.indexer.embedding_for_write(self.spec, records, parts=not deferring)
+                if self._embeds
+                else None
+            )
+            try:
+                queue = vector_queue(self, records)
+            except BaseException:
+                if embedding is not None:
+                    embedding.cancel()
+                raise
+            if queue is not None and embedding is not None:
+                return await write_record_first(
+                    self, queue, embedding, requests, records, envelopes, trace
+                )
+            return await self._embed_and_commit(
+                embedding, requests, records, envelopes, trace, deferring
+            )
 
     async def _embed_and_commit(
         self,
+        embedding: asyncio.Future[Embedded] | None,
         requests: Sequence[WriteRequest],
         records: list[Record],
         envelopes: list[EventEnvelope],
         trace: TraceContext,
         deferring: bool,
     ) -> list[MemoryEntry]:
-        # An unavailable model does not fail the write: it commits without vectors and the
-        # records are embedded later (``Indexer.written``).
-        embedded = (
-            await self.indexer.embed_for_write(self.spec, records, parts=not deferring)
-            if self._embeds
-            else None
-        )
+        # Prepared while the model runs: once the vectors are in, the commit is all that is
+        # left. An unavailable model does not fail the write: it commits without vectors and
+        # the records are embedded later (``Indexer.written``).
+        try:
+            ops = self.expectations(records, requests)
+            indexed = [
+                self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
+                for r, written in zip(records, envelopes, strict=True)
+                if embedding is not None
+            ]
+            markers, marker_ops, marker_events = (
+                self.owed_parts(records) if deferring else ([], [], [])
+            )
+            extra_ops, extra_events = self.companion_writes(records)
+            embedded = await embedding if embedding is not None else None
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
         vectors = embedded[0] if embedded else None
         vector_sets = zip(*embedded, strict=True) if embedded else ((None, None) for _ in records)
         model = self.indexer.model if embedded else ""
-        ops = self.expectations(records, requests)
         ops += [
             Put(r, v, model, p, if_absent=request.create)
             for r, (v, p), request in zip(records, vector_sets, requests, strict=True)
         ]
         if vectors:
-            envelopes += [
-                self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
-                for r, written in zip(records, envelopes, strict=True)
-            ]
-        markers: list[tuple[int, str]] = []
-        if deferring and embedded:
-            markers, extra_ops, extra_events = self.owed_parts(records)
-            ops += extra_ops
-            envelopes += extra_events
-        extra_ops, extra_events = self.companion_writes(records)
+            envelopes += indexed
+        if not embedded:
+            markers = []
+        elif markers:
+            ops += marker_ops
+            envelopes += marker_events
         result = await self.backend.commit(ops + extra_ops, envelopes + extra_events)
         stored = result.stored[: len(records)]
         self.indexer.committed(

@@ -31,7 +31,7 @@ from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
 from engramdb.core.retry import patience
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
-from engramdb.index.embedder import Embedder, FloatArray
+from engramdb.index.embedder import Embedder, FloatArray, start_embedding
 from engramdb.index.fusion import Fused, fuse, group_boost, rerank
 from engramdb.index.query_terms import fts_match, query_terms
 from engramdb.index.reranker import Reranker
@@ -53,6 +53,9 @@ from engramdb.storage.search_backend import (
 )
 
 _log = logging.getLogger(__name__)
+#: What a write's embedding gives: whole-text vectors and part vectors, or nothing (no
+#: embedder, or the model is unavailable).
+Embedded = tuple[list[bytes], list[bytes | None]] | None
 #: How stale the in-memory vector indexes may be relative to other processes' writes.
 STALE_AFTER_S = 0.1
 #: How long a word's document frequency (and a partition's size) is trusted, and the
@@ -186,7 +189,7 @@ class Indexer:
 
     async def embed_records(
         self, spec: ProjectionSpec, records: Sequence[Record], *, parts: bool = True
-    ) -> tuple[list[bytes], list[bytes | None]] | None:
+    ) -> Embedded:
         """Each record's whole-text vector and its part vectors (concatenated; ``None`` for a
         record without parts, and for every record unless ``parts``), all computed in one call
         (``None`` without an embedder)."""
@@ -194,27 +197,42 @@ class Indexer:
         blobs = await self.embed(
             [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each]
         )
-        if blobs is None:
-            return None
-        sets: list[bytes | None] = []
-        start = len(records)
-        for each in texts:
-            sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
-            start += len(each)
-        return blobs[: len(records)], sets
+        return None if blobs is None else _split(blobs, len(records), texts)
 
     async def embed_for_write(
         self, spec: ProjectionSpec, records: Sequence[Record], *, parts: bool = True
-    ) -> tuple[list[bytes], list[bytes | None]] | None:
+    ) -> Embedded:
         """``embed_records``, except that an unavailable model gives ``None`` (the write
         commits without vectors, then hands its records to ``pending``) instead of failing."""
+        return await self.embedding_for_write(spec, records, parts=parts)
+
+    def embedding_for_write(
+        self, spec: ProjectionSpec, records: Sequence[Record], *, parts: bool = True
+    ) -> asyncio.Future[Embedded]:
+        """``embed_for_write`` as a future whose model work has begun, when the embedder can
+        begin it at once (``StartingEmbedder``), before this returns: a write prepares its
+        transaction while the model runs. Cancelling it gives up on the vectors."""
+        if self.embedder is None:
+            nothing: asyncio.Future[Embedded] = asyncio.get_running_loop().create_future()
+            nothing.set_result(None)
+            return nothing
+        texts = [spec.record_embed_parts(r) if parts else [] for r in records]
+        started = start_embedding(
+            self.embedder,
+            [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each],
+        )
+        return asyncio.ensure_future(self._written_vectors(started, len(records), texts))
+
+    async def _written_vectors(
+        self, started: asyncio.Future[FloatArray], count: int, texts: list[list[str]]
+    ) -> Embedded:
         try:
-            embedded = await self.embed_records(spec, records, parts=parts)
+            matrix = await started
         except EmbedderUnavailableError as exc:
             _log.warning("storing without vectors for now: %s", exc.message)
             return None
         self.pending.model_is_back()
-        return embedded
+        return _split([vector_bytes(row) for row in matrix], count, texts)
 
     def written(
         self,
@@ -823,6 +841,17 @@ class Indexer:
             [self.indexed_event(r, r.scope) for r in todo],
             parts=[p for _, _, p in kept],
         )
+
+
+def _split(blobs: list[bytes], count: int, texts: list[list[str]]) -> Embedded:
+    """The whole-text vectors (the first ``count`` of ``blobs``) and each record's part
+    vectors joined (``None`` for a record without parts), ``texts`` being its part texts."""
+    sets: list[bytes | None] = []
+    start = count
+    for each in texts:
+        sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
+        start += len(each)
+    return blobs[:count], sets
 
 
 async def _no_ids() -> set[int]:

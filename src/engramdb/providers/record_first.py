@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, TraceContext
 from engramdb.core.types import MemoryEntry
+from engramdb.providers.indexing import Embedded
 from engramdb.providers.projection import record_entry
 from engramdb.storage.backend import QueuedVectorWrites
 from engramdb.storage.records import Put, Record
@@ -38,9 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["vector_queue", "write_record_first"]
 
 _log = logging.getLogger(__name__)
-
-#: What ``Indexer.embed_for_write`` gives: whole-text vectors and part vectors, or nothing.
-Embedded = tuple[list[bytes], list[bytes | None]] | None
 
 
 def vector_queue(
@@ -65,21 +63,23 @@ def vector_queue(
 async def write_record_first(
     provider: EventSourcedProvider,
     queue: QueuedVectorWrites,
+    embedding: asyncio.Future[Embedded],
     requests: Sequence[WriteRequest],
     records: list[Record],
     envelopes: list[EventEnvelope],
     trace: TraceContext,
 ) -> list[MemoryEntry]:
-    """Commit ``records`` (with their events and pending-parts records) while their
-    whole-text vectors are computed, then store the vectors (see the module docstring)."""
-    embedding = asyncio.ensure_future(_embedded(provider, records))
-    ops = provider.expectations(records, requests)
-    ops += [Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)]
-    markers, marker_ops, marker_events = provider.owed_parts(records)
-    companion_ops, companion_events = provider.companion_writes(records)
-    ops += marker_ops + companion_ops
-    events = envelopes + marker_events + companion_events
+    """Commit ``records`` (with their events and pending-parts records) while ``embedding``
+    computes their whole-text vectors, then store the vectors (see the module docstring)."""
     try:
+        ops = provider.expectations(records, requests)
+        ops += [
+            Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)
+        ]
+        markers, marker_ops, marker_events = provider.owed_parts(records)
+        companion_ops, companion_events = provider.companion_writes(records)
+        ops += marker_ops + companion_ops
+        events = envelopes + marker_events + companion_events
         result = await provider.backend.commit(ops, events)
     except BaseException:
         embedding.cancel()
@@ -93,6 +93,8 @@ async def write_record_first(
             lambda done: _finish(provider, queue, stored, envelopes, markers, trace, _got(done))
         )
         raise
+    except EngramError as exc:
+        embedded = _unembedded(exc)
     _finish(provider, queue, stored, envelopes, markers, trace, embedded)
     return [record_entry(r) for r in stored]
 
@@ -129,18 +131,19 @@ def _finish(
 
 
 def _got(done: asyncio.Future[Embedded]) -> Embedded:
-    return None if done.cancelled() or done.exception() is not None else done.result()
-
-
-async def _embedded(provider: EventSourcedProvider, records: Sequence[Record]) -> Embedded:
-    """The whole-text vectors of ``records``; ``None`` when they cannot be computed now: the
-    records are committed by then, so they are embedded later instead (``PendingVectors``, or
-    the pending-parts records at the next start)."""
-    try:
-        return await provider.indexer.embed_for_write(provider.spec, records, parts=False)
-    except EngramError as exc:
-        _log.warning("storing without vectors for now: %s", exc.message)
+    if done.cancelled():
         return None
+    exc = done.exception()
+    if isinstance(exc, EngramError):
+        return _unembedded(exc)
+    return None if exc is not None else done.result()
+
+
+def _unembedded(exc: EngramError) -> Embedded:
+    """No vectors now: the records are committed by then, so they are embedded later instead
+    (``PendingVectors``, or the pending-parts records at the next start)."""
+    _log.warning("storing without vectors for now: %s", exc.message)
+    return None
 
 
 def _unstored(future: asyncio.Future[None]) -> None:

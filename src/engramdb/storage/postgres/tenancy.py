@@ -11,6 +11,7 @@ user ``bob`` are two users of two tenants). The database derives user ids the sa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import Iterable
@@ -23,6 +24,9 @@ from engramdb.storage.postgres.schema import ADMIN_ROLE, SERVICE_ROLE
 ENGRAM_UUID_NAMESPACE = uuid.UUID("5c1d8a52-7f8e-4c8e-9a57-3d3f0e6a2b10")
 
 
+# A write names its tenant and user several times (each row, each event, the replicas): the
+# few names a process serves are hashed once. Ids are public functions of names.
+@functools.lru_cache(maxsize=4096)
 def tenant_uuid(tenant: str) -> uuid.UUID:
     """The id of the tenant replica named ``tenant``."""
     return uuid.uuid5(ENGRAM_UUID_NAMESPACE, f"tenant:{tenant}")
@@ -40,6 +44,7 @@ def scoped_uuid(namespace: uuid.UUID, name: str) -> uuid.UUID:
     return uuid.UUID(int=value)
 
 
+@functools.lru_cache(maxsize=4096)
 def user_uuid(tenant: str, user: str) -> uuid.UUID | None:
     """The id of the user replica ``user`` of ``tenant`` (``None`` for no user): scoped by
     the tenant's own id."""
