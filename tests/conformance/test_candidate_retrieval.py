@@ -22,7 +22,7 @@ from engramdb.core.types import utc_now
 from engramdb.index.embedder import Embedder, FloatArray, l2_normalize
 from engramdb.index.search_config import SearchConfig
 from engramdb.providers.event_sourced import EventSourcedProvider, WriteRequest
-from engramdb.providers.indexing import Indexer, SearchRequest, vector_bytes
+from engramdb.providers.indexing import STALE_AFTER_S, Indexer, SearchRequest, vector_bytes
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.backend import Backend
 from engramdb.storage.postgres.queries import nearest_select
@@ -61,6 +61,9 @@ async def stored(
     ``config``."""
     found = provider(backend, embedder, config, Scope(tenant="acme", user="alice", session="s"))
     await found.write_many([WriteRequest(key, text) for key, text in TURNS.items()])
+    # Their part vectors now, not committed in the background while a test looks (each such
+    # commit is a change another reader of the store notices).
+    await found.indexer.deferred.drain()
     return provider(backend, embedder, config, **opts)
 
 
@@ -244,6 +247,11 @@ async def test_the_vector_index_follows_this_process_and_other_connections(
     index = await indexer.vector_index("ns", ALICE)
     size = len(index)
     await found.write("extra", "my dog Max loves the beach")
+    assert len(await indexer.vector_index("ns", ALICE)) == size + 1
+    # The write's part vectors, then a look after the staleness bound: from here on nothing
+    # else commits, so however slowly the steps below run, no reload undoes them.
+    await indexer.deferred.drain()
+    await asyncio.sleep(STALE_AFTER_S * 1.5)
     assert len(await indexer.vector_index("ns", ALICE)) == size + 1
     # A write without vectors takes the record out of the vector index.
     extra = await backend.get("ns", ALICE, "extra")
