@@ -193,10 +193,8 @@ class Indexer:
         """Each record's whole-text vector and its part vectors (concatenated; ``None`` for a
         record without parts, and for every record unless ``parts``), all computed in one call
         (``None`` without an embedder)."""
-        texts = [spec.record_embed_parts(r) if parts else [] for r in records]
-        blobs = await self.embed(
-            [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each]
-        )
+        everything, texts = _texts_to_embed(spec, records, parts)
+        blobs = await self.embed(everything)
         return None if blobs is None else _split(blobs, len(records), texts)
 
     async def embed_for_write(
@@ -216,11 +214,8 @@ class Indexer:
             nothing: asyncio.Future[Embedded] = asyncio.get_running_loop().create_future()
             nothing.set_result(None)
             return nothing
-        texts = [spec.record_embed_parts(r) if parts else [] for r in records]
-        started = start_embedding(
-            self.embedder,
-            [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each],
-        )
+        everything, texts = _texts_to_embed(spec, records, parts)
+        started = start_embedding(self.embedder, everything)
         return asyncio.ensure_future(self._written_vectors(started, len(records), texts))
 
     async def _written_vectors(
@@ -841,6 +836,15 @@ class Indexer:
             [self.indexed_event(r, r.scope) for r in todo],
             parts=[p for _, _, p in kept],
         )
+
+
+def _texts_to_embed(
+    spec: ProjectionSpec, records: Sequence[Record], parts: bool
+) -> tuple[list[str], list[list[str]]]:
+    """What one model call embeds for ``records`` (their whole texts, then every part text),
+    and each record's part texts (none unless ``parts``)."""
+    texts = [spec.record_embed_parts(r) if parts else [] for r in records]
+    return [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each], texts
 
 
 def _split(blobs: list[bytes], count: int, texts: list[list[str]]) -> Embedded:
