@@ -130,21 +130,17 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
             InvalidValueError: an item of ``texts`` is not a string.
             EmbedderError: the wrapped embedder failed or returned a wrongly shaped result.
         """
-        wanted = check_texts(texts)
-        if not wanted:
-            return empty_matrix(self.dimensions)
-        if len(set(wanted)) > self._max_texts:
-            return await self._inner.embed(wanted)
-        batch = self._join(wanted)
-        # Shielded: the batch's result is shared, and one caller giving up must not cancel it.
-        matrix = await asyncio.shield(batch.result)
-        result: FloatArray = matrix[[batch.rows[text] for text in wanted]]
-        return result
+        return await self._answer(texts, now=False)
 
     def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
         """``embed(texts)`` as a future; at an idle model the wrapped embedder's call begins
         before this returns, so a write's own work overlaps the model's. Cancelling the
         future cancels no batch. Bad input and failures are the future's exception."""
+        return self._answer(texts, now=True)
+
+    def _answer(self, texts: Sequence[str], *, now: bool) -> asyncio.Future[FloatArray]:
+        """The future of ``texts``' rows of the batch they join (``now``: see ``start``). The
+        batch's result is shared: a caller giving up on its future must not cancel it."""
         try:
             wanted = check_texts(texts)
         except InvalidValueError as exc:
@@ -155,7 +151,7 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
             return mine
         if len(set(wanted)) > self._max_texts:
             return start_embedding(self._inner, wanted)
-        batch = self._join(wanted, now=True)
+        batch = self._join(wanted, now=now)
         rows = [batch.rows[text] for text in wanted]
 
         def answer(done: asyncio.Future[FloatArray]) -> None:
