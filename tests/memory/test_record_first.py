@@ -1,8 +1,9 @@
-"""On SQLite a lone turn with sentences is committed while its whole-text vector is computed,
-and the vector queued right after (``providers.record_first``); on every backend, once
-``memorize`` returns the vector is stored and found, and a record whose vector was never stored
-(the process died in between) gets it, with its parts, from its pending-parts record when the
-store is next opened."""
+"""A lone turn with sentences is committed while its whole-text vector is computed, and the
+vector queued right after (``providers.record_first``); on every backend, once ``memorize``
+returns the vector is found, a later write of the same key keeps its own vector, closing the
+engine stores what was queued, and a record whose vector was never stored (the process died in
+between) gets it, with its parts, from its pending-parts record when the store is next
+opened."""
 
 from __future__ import annotations
 
@@ -23,12 +24,14 @@ from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.orchestrator.episodic import EPISODIC_SPEC
 from engramdb.providers.deferred_parts import PARTS_PENDING_SPEC
 from engramdb.providers.event_sourced import WriteRequest
-from engramdb.storage.backend import EventQuery
-from engramdb.storage.records import RecordQuery
+from engramdb.storage.backend import EventQuery, QueuedVectorWrites
+from engramdb.storage.records import Record, RecordQuery
 
 SCOPE = {"tenant": "acme", "user": "alice"}
 TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
+#: The same key's next text.
+LATER = "We flew to Crete in May. The flight was early. My sister found a hat on the beach."
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -50,6 +53,13 @@ async def _stored(engine: Engine) -> tuple[dict[int, bytes], dict[int, bytes]]:
     )
 
 
+async def _whole_vector(engine: Engine, record: Record) -> bytes:
+    """The whole-text vector ``record``'s write computes."""
+    expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
+    assert expected is not None
+    return expected[0][0]
+
+
 async def test_the_vector_is_stored_and_found_when_memorize_returns(
     target: str, embedder: MiniLMEmbedder
 ) -> None:
@@ -58,9 +68,8 @@ async def test_the_vector_is_stored_and_found_when_memorize_returns(
         await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
         (record,) = await engine.backend.scan(EPISODES)
         whole, _ = await _stored(engine)
-        expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
-        assert expected is not None
-        assert whole == {record.id: expected[0][0]}
+        expected = await _whole_vector(engine, record)
+        assert whole == {record.id: expected}
         events = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
         assert [(e.payload["key"], e.payload["index_type"]) for e in events] == [
             (record.key, "vector")
@@ -101,7 +110,7 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
         monkeypatch.setattr(engine.backend, "commit", noted)
         log.clear()
         await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
-        # The turn's transaction is prepared (and on SQLite committed) while the model runs.
+        # The turn's transaction is committed while the model runs.
         assert log[:2] == ["model", "commit"]
         whole, _ = await _stored(engine)
         assert len(whole) == 2
@@ -148,11 +157,56 @@ async def test_a_memorize_cancelled_after_its_commit_still_stores_its_vector(
     with contextlib.suppress(asyncio.CancelledError):
         await write
     (record,) = await engine.backend.scan(EPISODES)
-    expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
-    assert expected is not None
+    expected = await _whole_vector(engine, record)
     for _ in range(1000):
         whole, _ = await _stored(engine)
         if whole:
             break
         await asyncio.sleep(0.01)
-    assert whole == {record.id: expected[0][0]}
+    assert whole == {record.id: expected}
+
+
+async def test_a_key_written_again_at_once_keeps_the_vector_of_its_new_text(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        mem = engine.scope(**SCOPE)
+        await mem.episodic.memorize(MemoryItem(id="trip", text=TURN, role="user"))
+        await mem.episodic.memorize(MemoryItem(id="trip", text=LATER, role="user"))
+        (record,) = await engine.backend.scan(EPISODES)
+        assert record.version == 2
+        whole, _ = await _stored(engine)
+        expected = await _whole_vector(engine, record)
+        assert whole == {record.id: expected}
+
+
+async def test_a_vector_queued_for_a_version_written_over_meanwhile_is_not_stored(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    # Another process wrote the key again between this write's commit and its vector's: the
+    # queued vector, computed from the older text, must not land on the newer one.
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        mem = engine.scope(**SCOPE)
+        provider = mem.episodic.provider
+        await mem.episodic.memorize(MemoryItem(id="trip", text=TURN, role="user"))
+        (first,) = await engine.backend.scan(EPISODES)
+        old = await _whole_vector(engine, first)
+        await provider.write_many([WriteRequest("trip", {"text": LATER, "role": "user"})])
+        (second,) = await engine.backend.scan(EPISODES)
+        expected = await _whole_vector(engine, second)
+        queue = engine.backend
+        assert isinstance(queue, QueuedVectorWrites)
+        await queue.queue_vectors(engine.indexer.model, [(first.id or 0, old)], [], [first.version])
+        whole, _ = await _stored(engine)
+        assert whole == {second.id: expected}
+
+
+async def test_closing_the_engine_stores_the_vectors_it_queued(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        await engine.scope(**SCOPE).episodic.memorize(MemoryItem(text=TURN, role="user"))
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        (record,) = await engine.backend.scan(EPISODES)
+        ids, _ = await engine.backend.search.vectors(EPISODES, MiniLMEmbedder().model_id)
+        assert ids == [record.id]

@@ -1,5 +1,5 @@
-"""``write_record_first``: on SQLite, a lone write whose record owes part vectors is
-committed while the model computes its whole-text vector, and the vector is queued right after.
+"""``write_record_first``: a lone write whose record owes part vectors is committed while the
+model computes its whole-text vector, and the vector is queued right after.
 
 Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
 its transaction holds a *pending parts* record naming it. That pending record makes the
@@ -8,14 +8,16 @@ not stored when the process dies is embedded, whole text and parts, by the next 
 the store (``DeferredParts.resume``). So the record, its ``memory.written`` event and the
 pending record are committed while the model runs, and the vector follows with its
 ``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
-for both one after the other.
+for both one after the other, and not for the vector's commit either.
 
-Only on a backend that runs its reads and writes on one connection in the order they are asked
-for (``QueuedVectorWrites``, SQLite): the vector's write is queued before the write returns and
-every later read comes after it, so the write need not wait for its commit, and it is in this
-process's loaded vector index at once. Elsewhere (PostgreSQL keeps a record's vector in its
-row) a second transaction would write the row twice, and the caller would wait for it: the
-record is written with its vector in one transaction, after the embedding.
+Only on a backend that queues vector writes (``QueuedVectorWrites``): the vector's write is
+queued before the write returns and every later read and write of the tenant in this process
+comes after it, so the write need not wait for its commit, and it is in this process's loaded
+vector index at once. SQLite runs its one connection's work in order; PostgreSQL holds the
+tenant's later transactions until the queued one is committed, and writes the record's row a
+second time (the price of not waiting). The vector is stored for the record version it was
+computed from only: a record written again meanwhile, by this process or another, keeps the
+vector of its new text.
 """
 
 from __future__ import annotations
@@ -119,9 +121,13 @@ def _finish(
             indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
             for r, written in zip(stored, envelopes, strict=True)
         ]
-        pairs = [(r.id, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
+        kept = [(r, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
+        pairs = [(r.id, v) for r, v in kept if r.id is not None]
+        versions = [r.version for r, _ in kept]
         try:
-            queue.queue_vectors(indexer.model, pairs, indexed).add_done_callback(_unstored)
+            queue.queue_vectors(indexer.model, pairs, indexed, versions).add_done_callback(
+                _unstored
+            )
         except EngramError as exc:  # closed meanwhile
             _log.warning("vectors left for the next start to compute: %s", exc.message)
         # Queued after the vectors: their computation reads the stored whole-text vectors.

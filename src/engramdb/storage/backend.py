@@ -226,14 +226,20 @@ class Backend(Protocol):
 
 @runtime_checkable
 class QueuedVectorWrites(Protocol):
-    """A backend that runs every read and write on one connection, one at a time, in the order
-    they are asked for (SQLite's one writer thread): vectors queued with ``queue_vectors`` are
-    seen by every read asked for after it returns, so their writer need not wait for their
-    commit to be read back."""
+    """A backend whose every read and write asked for after ``queue_vectors`` returns comes
+    after the vectors it queued (SQLite's one connection runs them in order; PostgreSQL holds
+    the tenant's later transactions until they are committed), so their writer need not wait
+    for their commit to be read back."""
 
     def queue_vectors(
-        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        versions: Sequence[int],
     ) -> asyncio.Future[None]:
-        """``search.put_vectors`` of whole-text vectors, queued before this returns; the future
-        is done once they are committed (or failed, with the driver's error)."""
+        """``search.put_vectors`` of whole-text vectors, each for the record version
+        ``versions`` gives (a record written again meanwhile keeps its own vector), queued
+        before this returns; the future is done once they are committed (or failed, with the
+        driver's error)."""
         ...

@@ -11,6 +11,7 @@ every tenant, reindexing) runs as ``engram_admin``; a login that is only a membe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -374,6 +375,21 @@ class PostgresBackend:
             )
         async with self._pool.pipelined(context) as (conn, pipeline):
             return await _apply(conn, pipeline, ops, events)
+
+    def queue_vectors(
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        versions: Sequence[int],
+    ) -> asyncio.Future[None]:
+        """``search.put_vectors`` of whole-text vectors, begun before this returns; every
+        transaction of the events' tenant begun after it comes after it (``QueuedWrites``)."""
+        context = context_for(e.scope for e in events) if events else ADMIN
+        return self._pool.queue(
+            context,
+            lambda: self._search.put_vectors(model, vectors, events, versions=versions),
+        )
 
     def bulk_load(self, index_memory_mb: int) -> AbstractAsyncContextManager[None]:
         """While this runs, a model's first vectors in a table note its HNSW index instead of

@@ -13,6 +13,7 @@ last ones (on a busy machine every round trip waits for the server process to be
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from engramdb.core.errors import EngineClosedError, StorageError
+from engramdb.storage.postgres.queued_writes import QueuedWrites
 from engramdb.storage.postgres.tenancy import Context
 from engramdb.storage.postgres.vectors import register_vector
 
@@ -147,6 +149,7 @@ class PostgresPool:
             configure=_configure,
         )
         self._closed = False
+        self.queued = QueuedWrites()
 
     async def open(self, connect_timeout: float = 10.0) -> None:
         """Connect, waiting for the first connection.
@@ -176,7 +179,7 @@ class PostgresPool:
         names it, so forced row-level security shows it no rows unless it is a superuser
         (who bypasses it) or owns the tables (and may switch it off); a service login may
         read no table at all this way (see ``logins``)."""
-        async with self._borrow() as conn, conn.transaction():
+        async with self._borrow(None) as conn, conn.transaction():
             yield conn
 
     @asynccontextmanager
@@ -187,7 +190,7 @@ class PostgresPool:
         With ``snapshot`` it only reads, and every statement sees the database as the first
         one did (``REPEATABLE READ``)."""
         tenant, user = context.settings()
-        async with self._borrow() as conn, conn.transaction():
+        async with self._borrow(context) as conn, conn.transaction():
             if snapshot:
                 await conn.execute(_SNAPSHOT)
             await conn.execute(_ENTER, (context.role, tenant, user))
@@ -199,7 +202,7 @@ class PostgresPool:
         are only queued, and everything up to ``pipeline.sync()`` (results and errors) comes
         back in one round trip; the commit is one more."""
         tenant, user = context.settings()
-        async with self._borrow() as conn, conn.pipeline() as pipeline, conn.transaction():
+        async with self._borrow(context) as conn, conn.pipeline() as pipeline, conn.transaction():
             await conn.execute(_ENTER, (context.role, tenant, user))
             yield conn, pipeline
 
@@ -214,7 +217,7 @@ class PostgresPool:
         what ``send`` returned (its cursors) once every result is back. An error of any
         statement rolls it all back. For writes no result of which may refuse the commit."""
         tenant, user = context.settings()
-        async with self._borrow() as conn:
+        async with self._borrow(context) as conn:
             try:
                 async with conn.pipeline():
                     await conn.execute(_ENTER, (context.role, tenant, user))
@@ -232,7 +235,7 @@ class PostgresPool:
         tenant, user = context.settings()
         enter = [Read(_SNAPSHOT)] if snapshot else []
         enter.append(Read(_ENTER, (context.role, tenant, user)))
-        async with self._borrow() as conn:
+        async with self._borrow(context) as conn:
             reads = Reads(conn, enter)
             try:
                 yield reads
@@ -250,10 +253,23 @@ class PostgresPool:
         async with self.reads(context) as transaction:
             return await transaction.run(reads, last=True)
 
-    @asynccontextmanager
-    async def _borrow(self) -> AsyncIterator[Connection]:
+    def queue(self, context: Context, write: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """Begin ``write`` (which borrows its own connections) now; every transaction lent
+        out for ``context``'s tenant after this returns begins after it ends
+        (``QueuedWrites``)."""
         if self._closed:
             raise EngineClosedError("the PostgreSQL backend is closed", url=redacted_url(self.url))
+        return self.queued.queue(context.tenant, write)
+
+    @asynccontextmanager
+    async def _borrow(self, context: Context | None) -> AsyncIterator[Connection]:
+        """A connection for a transaction as ``context``, once the writes queued before it for
+        that tenant are done; ``None``: the connecting user's, for schema changes, which wait
+        for no queued write (one may be waiting for the schema change)."""
+        if self._closed:
+            raise EngineClosedError("the PostgreSQL backend is closed", url=redacted_url(self.url))
+        if context is not None:
+            await self.queued.settle(context.tenant)
         try:
             async with self._pool.connection() as conn:
                 yield conn
@@ -272,5 +288,7 @@ class PostgresPool:
         """Close every connection; idempotent."""
         if self._closed:
             return
+        # What writers were told is stored must be, before the connections go.
+        await self.queued.drain()
         self._closed = True
         await self._pool.close()

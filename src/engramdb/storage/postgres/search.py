@@ -318,10 +318,13 @@ class PostgresSearch:
         events: Sequence[EventEnvelope],
         *,
         parts: Sequence[bytes | None] | None = None,
+        versions: Sequence[int] | None = None,
     ) -> None:
         """Store vectors (and part vectors, aligned with them) by record id, skipping records
-        deleted since they were read, and append ``events`` in the same transaction."""
+        deleted since they were read — and, with ``versions`` (aligned too), records written
+        again since — and append ``events`` in the same transaction."""
         extra = parts if parts is not None else [None] * len(vectors)
+        read = versions if versions is not None else [None] * len(vectors)
         batch = list(events)
         ids = [record_id for record_id, _ in vectors]
         # The events say whose records these are; without any, only the admin may write.
@@ -338,10 +341,13 @@ class PostgresSearch:
                 for table in tables:
                     await cursor.executemany(
                         f"UPDATE {table} SET embedding = %s, embedding_model = %s, "
-                        "embedding_parts = %s WHERE id = %s",
+                        "embedding_parts = %s WHERE id = %s "
+                        "AND (%s::integer IS NULL OR version = %s)",
                         [
-                            (StoredVector(blob), model, part, record_id)
-                            for (record_id, blob), part in zip(vectors, extra, strict=True)
+                            (StoredVector(blob), model, part, record_id, version, version)
+                            for (record_id, blob), part, version in zip(
+                                vectors, extra, read, strict=True
+                            )
                         ],
                     )
             await insert_events(conn, batch)

@@ -216,11 +216,15 @@ class SqliteBackend:
         return await self._worker.write(lambda conn: _apply(conn, ops, events))
 
     def queue_vectors(
-        self, model: str, vectors: Sequence[tuple[int, bytes]], events: Sequence[EventEnvelope]
+        self,
+        model: str,
+        vectors: Sequence[tuple[int, bytes]],
+        events: Sequence[EventEnvelope],
+        versions: Sequence[int],
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors, in a write queued on the one connection
         before this returns."""
-        return self._worker.queue(vector_writes(model, vectors, events))
+        return self._worker.queue(vector_writes(model, vectors, events, versions=versions))
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None

@@ -198,6 +198,11 @@ UPSERT_VECTOR_IF_PRESENT = (
     "INSERT INTO vectors (record_id, model, vector, parts) "
     f"SELECT id, ?, ?, ? FROM records WHERE id = ? {_VECTOR_CONFLICT}"
 )
+#: ``UPSERT_VECTOR_IF_PRESENT`` for the version of the record it was computed from only.
+UPSERT_VECTOR_IF_UNCHANGED = (
+    "INSERT INTO vectors (record_id, model, vector, parts) "
+    f"SELECT id, ?, ?, ? FROM records WHERE id = ? AND version = ? {_VECTOR_CONFLICT}"
+)
 
 
 def query_partition_token(query: RecordQuery) -> str | None:

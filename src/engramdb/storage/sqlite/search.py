@@ -20,6 +20,7 @@ from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     UPSERT_VECTOR_IF_PRESENT,
+    UPSERT_VECTOR_IF_UNCHANGED,
     part_vector_select,
     query_partition_token,
     record_select,
@@ -389,19 +390,24 @@ def vector_writes(
     vectors: Sequence[tuple[int, bytes]],
     events: Sequence[EventEnvelope],
     parts: Sequence[bytes | None] | None = None,
+    versions: Sequence[int] | None = None,
 ) -> Callable[[sqlite3.Connection], None]:
     """The write storing ``vectors`` (and ``parts``, aligned with them) by record id, records
-    deleted since they were read skipped, with ``events`` (``put_vectors``)."""
-    rows = [
+    deleted since they were read skipped — and, with ``versions`` (aligned too), records
+    written again since — with ``events`` (``put_vectors``)."""
+    rows: list[tuple[Any, ...]] = [
         (model, blob, part, record_id)
         for (record_id, blob), part in zip(
             vectors, parts if parts is not None else [None] * len(vectors), strict=True
         )
     ]
+    if versions is not None:
+        rows = [(*row, version) for row, version in zip(rows, versions, strict=True)]
+    statement = UPSERT_VECTOR_IF_PRESENT if versions is None else UPSERT_VECTOR_IF_UNCHANGED
     batch = list(events)
 
     def store(conn: sqlite3.Connection) -> None:
-        conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
+        conn.executemany(statement, rows)
         insert_events(conn, batch)
 
     return store
