@@ -266,8 +266,10 @@ class PostgresSearch:
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
         reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
         if self.prefer_index:
-            # Off: scanning the table, or another index and sorting its rows by distance.
+            # Off: scanning the table, or another index and sorting its rows by distance. A
+            # plan the connection kept for the same statement was made without these.
             reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
+            reads.append(Read("SET LOCAL plan_cache_mode = force_custom_plan"))
         reads.append(Read(sql, [StoredVector(vector), *params], binary=sets is not None))
         async with self._pool.reads(context_for([query.scope])) as transaction:
             return (await transaction.run(reads, last=True))[-1]
