@@ -194,6 +194,24 @@ async def test_a_pipelined_read_that_fails_or_stops_early_is_rolled_back(
 
 
 @pytest.mark.usefixtures("populated")
+async def test_a_read_of_one_batch_is_one_transaction_and_lends_the_connection_back_as_it_was(
+    one_connection: PostgresPool,
+) -> None:
+    pool = one_connection
+    stamp = "SELECT now(), current_setting('app.current_tenant', true)"
+    first, second = await pool.read_all(Context(SERVICE_ROLE, "acme"), [Read(stamp), Read(stamp)])
+    # Its statements share one transaction (one start time) and the tenant set for it.
+    assert first == second
+    assert first[0][1] == str(ACME)
+    with pytest.raises(StorageError, match="division by zero"):
+        await pool.read_all(Context(SERVICE_ROLE, "acme"), [Read("SELECT 1 / 0")])
+    async with pool.owner() as conn:
+        # Out of autocommit mode again, for the writes' transactions.
+        assert not conn.autocommit
+    assert (await owner_view(pool))[1:] == (False, "", True)
+
+
+@pytest.mark.usefixtures("populated")
 async def test_a_pipelined_read_without_a_tenant_sees_nothing(one_connection: PostgresPool) -> None:
     rows = await one_connection.read(
         Context(SERVICE_ROLE), Read("SELECT count(*) FROM semantic_memory")
