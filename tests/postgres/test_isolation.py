@@ -12,7 +12,7 @@ import pytest
 
 from engramdb.core.errors import StorageError
 from engramdb.storage.postgres import PostgresBackend
-from engramdb.storage.postgres.connection import PostgresPool, Read
+from engramdb.storage.postgres.connection import PostgresPool, Read, Reads
 from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE, TENANT_TABLES
 from engramdb.storage.postgres.tenancy import ADMIN, Context, tenant_uuid, user_uuid
 from engramdb.storage.records import RecordQuery
@@ -209,6 +209,14 @@ async def test_a_read_of_one_batch_is_one_transaction_and_lends_the_connection_b
         # Out of autocommit mode again, for the writes' transactions.
         assert not conn.autocommit
     assert (await owner_view(pool))[1:] == (False, "", True)
+
+
+async def test_a_pipelined_read_needs_a_connection_in_autocommit_mode(
+    one_connection: PostgresPool,
+) -> None:
+    async with one_connection.owner() as conn:
+        with pytest.raises(ValueError, match="autocommit"):
+            Reads(conn, [])
 
 
 @pytest.mark.usefixtures("populated")

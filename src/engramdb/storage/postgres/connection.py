@@ -67,6 +67,9 @@ class Reads:
     an explicit BEGIN in its first batch."""
 
     def __init__(self, conn: Connection, enter: Sequence[Read], *, snapshot: bool = False) -> None:
+        if not conn.autocommit:
+            # psycopg would open a transaction of its own that no batch commits.
+            raise ValueError("a pipelined read needs a connection in autocommit mode")
         self._conn = conn
         self._enter = list(enter)
         self._snapshot = snapshot
