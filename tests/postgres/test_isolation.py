@@ -211,6 +211,20 @@ async def test_a_read_of_one_batch_is_one_transaction_and_lends_the_connection_b
     assert (await owner_view(pool))[1:] == (False, "", True)
 
 
+async def test_a_snapshot_read_is_one_repeatable_read_transaction(
+    one_connection: PostgresPool,
+) -> None:
+    isolation = Read(
+        "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only'),"
+        " now()"
+    )
+    async with one_connection.reads(Context(SERVICE_ROLE, "acme"), snapshot=True) as reads:
+        (first,) = await reads.run([isolation])
+        (second,) = await reads.run([isolation], last=True)
+    assert first == second
+    assert first[0][:2] == ("repeatable read", "on")
+
+
 async def test_a_pipelined_read_needs_a_connection_in_autocommit_mode(
     one_connection: PostgresPool,
 ) -> None:
