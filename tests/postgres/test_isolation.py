@@ -12,7 +12,7 @@ import pytest
 
 from engramdb.core.errors import StorageError
 from engramdb.storage.postgres import PostgresBackend
-from engramdb.storage.postgres.connection import PostgresPool, Read
+from engramdb.storage.postgres.connection import PostgresPool, Read, Reads
 from engramdb.storage.postgres.schema import RECORD_TABLES, SERVICE_ROLE, TENANT_TABLES
 from engramdb.storage.postgres.tenancy import ADMIN, Context, tenant_uuid, user_uuid
 from engramdb.storage.records import RecordQuery
@@ -191,6 +191,46 @@ async def test_a_pipelined_read_that_fails_or_stops_early_is_rolled_back(
     ((row,),) = await pool.read_all(Context(SERVICE_ROLE, "globex"), [Read(_PROBE)])
     assert row[1:] == (SERVICE_ROLE, str(GLOBEX_ID), 2, 0)
     assert (await owner_view(pool))[1:] == (False, "", True)
+
+
+@pytest.mark.usefixtures("populated")
+async def test_a_read_of_one_batch_is_one_transaction_and_lends_the_connection_back_as_it_was(
+    one_connection: PostgresPool,
+) -> None:
+    pool = one_connection
+    stamp = "SELECT now(), current_setting('app.current_tenant', true)"
+    first, second = await pool.read_all(Context(SERVICE_ROLE, "acme"), [Read(stamp), Read(stamp)])
+    # Its statements share one transaction (one start time) and the tenant set for it.
+    assert first == second
+    assert first[0][1] == str(ACME)
+    with pytest.raises(StorageError, match="division by zero"):
+        await pool.read_all(Context(SERVICE_ROLE, "acme"), [Read("SELECT 1 / 0")])
+    async with pool.owner() as conn:
+        # Out of autocommit mode again, for the writes' transactions.
+        assert not conn.autocommit
+    assert (await owner_view(pool))[1:] == (False, "", True)
+
+
+async def test_a_snapshot_read_is_one_repeatable_read_transaction(
+    one_connection: PostgresPool,
+) -> None:
+    isolation = Read(
+        "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only'),"
+        " now()"
+    )
+    async with one_connection.reads(Context(SERVICE_ROLE, "acme"), snapshot=True) as reads:
+        (first,) = await reads.run([isolation])
+        (second,) = await reads.run([isolation], last=True)
+    assert first == second
+    assert first[0][:2] == ("repeatable read", "on")
+
+
+async def test_a_pipelined_read_needs_a_connection_in_autocommit_mode(
+    one_connection: PostgresPool,
+) -> None:
+    async with one_connection.owner() as conn:
+        with pytest.raises(ValueError, match="autocommit"):
+            Reads(conn, [])
 
 
 @pytest.mark.usefixtures("populated")

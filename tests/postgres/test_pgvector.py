@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql as psql
 
 from engramdb.storage.postgres import PostgresBackend
 from engramdb.storage.postgres.queries import nearest_select
@@ -18,6 +20,11 @@ from tests.postgres.conftest import ACME_ALICE, secret
 
 def as_bytes(*values: float) -> bytes:
     return np.asarray(values, dtype="<f4").tobytes()
+
+
+def sql_literals(values: list[str]) -> psql.Composed:
+    """``values`` as a comma-separated list of SQL literals."""
+    return psql.SQL(", ").join(psql.Literal(v) for v in values)
 
 
 async def test_create_extension_vector_works_and_is_at_least_0_8_0(url: str) -> None:
@@ -80,7 +87,7 @@ async def test_a_put_without_a_vector_drops_the_old_one(backend: PostgresBackend
 
 
 async def _nearest_plan(
-    backend: PostgresBackend, url: str, exact_up_to: int = 0
+    backend: PostgresBackend, url: str, exact_up_to: int = 0, *, generic: bool = False
 ) -> tuple[str, list[tuple[int, float]]]:
     """3,000 vectors in one partition, then the executed plan and the rows of a nearest
     search of it, with its one-partition exact search up to ``exact_up_to`` records."""
@@ -105,8 +112,17 @@ async def _nearest_plan(
         # (autovacuum may or may not have analyzed it): with them, 3,000 rows make the HNSW
         # index the cheaper plan, where 50 made an exact scan of the partition win.
         await conn.execute("ANALYZE semantic_memory")
-        await conn.execute("SET LOCAL enable_seqscan = off")
-        cursor = await conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", probe)
+        if generic:
+            # The plan a connection keeps for the prepared statement, made without its values.
+            numbered = iter(range(1, len(probe) + 1))
+            prepared = re.sub("%s", lambda _: f"${next(numbered)}", sql)
+            await conn.execute(f"PREPARE nearest AS {prepared}")
+            await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            values = sql_literals(["[1,0,0]", *params]).as_string(conn)
+            cursor = await conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) EXECUTE nearest({values})")
+        else:
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            cursor = await conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", probe)
         plan = "\n".join(row[0] for row in await cursor.fetchall())
         rows = await (await conn.execute(sql, probe)).fetchall()
     return plan, [(int(i), float(s)) for i, s in rows]
@@ -142,6 +158,19 @@ async def test_a_partition_over_the_exact_bound_is_searched_through_the_index(
         line for line in plan.splitlines() if hnsw_index_name("semantic_memory", "3d") in line
     ]
     assert "never executed" not in index_line
+
+
+async def test_the_kept_plan_of_a_large_partition_walks_the_index(
+    backend: PostgresBackend, url: str
+) -> None:
+    # The server stops planning a statement it has run often and keeps one plan for any
+    # values: that plan must still search a partition over the exact bound through the index.
+    plan, found = await _nearest_plan(backend, url, exact_up_to=2999, generic=True)
+    (index_line,) = [
+        line for line in plan.splitlines() if hnsw_index_name("semantic_memory", "3d") in line
+    ]
+    assert "never executed" not in index_line
+    assert len(found) == 5
 
 
 async def test_put_vectors_stores_by_id_with_its_events(backend: PostgresBackend) -> None:

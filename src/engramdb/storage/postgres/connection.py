@@ -9,6 +9,7 @@ next. Driver errors are translated to ``StorageError`` here, at the boundary.
 A read goes in as few round trips as its statements allow: the transaction's start, the role
 and tenant settings and the first statements travel together, and the commit travels with the
 last ones (on a busy machine every round trip waits for the server process to be scheduled).
+A read of one batch is the batch's own implicit transaction, with neither BEGIN nor COMMIT.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ _ENTER = (
 
 _OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 _SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_BEGIN = {False: "BEGIN", True: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"}
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,23 @@ class Reads:
     """A read-only transaction whose statements are sent a batch at a time, in pipeline mode:
     each ``run`` is one round trip. The first batch carries the role and tenant settings
     before anything else, so no statement runs without them; the batch marked ``last``
-    carries the commit, after which the transaction takes no more statements."""
+    carries the commit, after which the transaction takes no more statements.
 
-    def __init__(self, conn: Connection, enter: Sequence[Read]) -> None:
+    The connection is in autocommit mode (see ``PostgresPool.reads``). A transaction of one
+    batch is then the batch's implicit transaction (the server commits what the pipeline sent
+    up to its sync), so it needs neither BEGIN nor COMMIT; settings made with ``set_config(…,
+    true)`` last until its end. A snapshot, or a transaction of several batches, begins with
+    an explicit BEGIN in its first batch."""
+
+    def __init__(self, conn: Connection, enter: Sequence[Read], *, snapshot: bool = False) -> None:
+        if not conn.autocommit:
+            # psycopg would open a transaction of its own that no batch commits.
+            raise ValueError("a pipelined read needs a connection in autocommit mode")
         self._conn = conn
         self._enter = list(enter)
+        self._snapshot = snapshot
+        self._started = False
+        self._explicit = False
         self._done = False
 
     async def run(self, reads: Sequence[Read], *, last: bool = False) -> list[list[Any]]:
@@ -70,8 +84,14 @@ class Reads:
         if self._done:
             raise RuntimeError("this read transaction has ended")
         conn = self._conn
-        batch = [*self._enter, *reads]
-        skip, self._enter = len(self._enter), []
+        opening = []
+        if not self._started:
+            self._started = True
+            self._explicit = self._snapshot or not last
+            if self._explicit:
+                opening.append(Read(_BEGIN[self._snapshot]))
+        batch = [*opening, *self._enter, *reads]
+        skip, self._enter = len(batch) - len(reads), []
         cursors = []
         # Leaving the pipeline sends it and reads every result: one round trip.
         async with conn.pipeline():
@@ -81,7 +101,8 @@ class Reads:
                 cursors.append(cursor)
             if last:
                 self._done = True
-                await conn.execute("COMMIT")
+                if self._explicit:
+                    await conn.execute("COMMIT")
         # Settings return a row and commands none: only statements with columns are read.
         rows = [
             await cursor.fetchall() if cursor.description is not None else [] for cursor in cursors
@@ -98,6 +119,17 @@ class Reads:
         self._done = True
         if self._conn.info.transaction_status in _OPEN:
             await self._conn.rollback()
+
+
+async def _leave_autocommit(conn: Connection) -> None:
+    """Give ``conn`` back to the pool as it lent it, out of autocommit mode; one still inside
+    a transaction (its rollback failed) is closed, for the pool to replace."""
+    if conn.closed:
+        return
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        await conn.set_autocommit(False)
+    else:
+        await conn.close()
 
 
 def redacted_url(url: str) -> str:
@@ -233,14 +265,19 @@ class PostgresPool:
         """A read-only transaction as ``context`` (see ``transaction``), sent a batch of
         statements at a time."""
         tenant, user = context.settings()
-        enter = [Read(_SNAPSHOT)] if snapshot else []
-        enter.append(Read(_ENTER, (context.role, tenant, user)))
+        enter = [Read(_ENTER, (context.role, tenant, user))]
         async with self._borrow(context) as conn:
-            reads = Reads(conn, enter)
+            # Without autocommit, psycopg would begin the transaction itself and wait for the
+            # server's answer before sending the first batch: a round trip more per read.
+            await conn.set_autocommit(True)
             try:
-                yield reads
+                reads = Reads(conn, enter, snapshot=snapshot)
+                try:
+                    yield reads
+                finally:
+                    await reads.end()
             finally:
-                await reads.end()
+                await _leave_autocommit(conn)
 
     async def read(self, context: Context, read: Read) -> list[Any]:
         """The rows of one statement, read as ``context`` in one round trip."""

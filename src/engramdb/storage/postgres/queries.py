@@ -533,19 +533,23 @@ def nearest_select(
     cast = f"vector({int(dimensions)})"
     literal = model.replace("'", "''")
     table = table_for(query.namespace)
+    # A constant, not a parameter: a generic plan that knows how few rows are wanted walks
+    # the HNSW index as a custom plan does, so the server may keep the statement's plan
+    # instead of planning it again on every call.
+    first = f"LIMIT {int(limit)}"
     if exact_up_to <= 0 or not isinstance(query.scope, Scope):
         found = (
             f"SELECT id, embedding::{cast} <=> %s::{cast} "
             f"AS distance FROM {table} WHERE {where} AND embedding_model = '{literal}' "
-            "ORDER BY distance LIMIT %s"
+            f"ORDER BY distance {first}"
         )
-        return _nearest_rows("", found, table, sets), [*params, limit]
+        return _nearest_rows("", found, table, sets), params
 
     def search(vectors: str, size: str) -> str:
         return (
             f"(SELECT id, {vectors} <=> (SELECT v FROM probe) AS distance FROM {table} "
             f"WHERE {where} AND embedding_model = '{literal}' AND (SELECT docs FROM size) {size} "
-            "ORDER BY distance LIMIT %s)"
+            f"ORDER BY distance {first})"
         )
 
     bound = int(exact_up_to)
@@ -555,7 +559,7 @@ def nearest_select(
     )
     exact, indexed = search("embedding", f"<= {bound}"), search(f"embedding::{cast}", f"> {bound}")
     sql = _nearest_rows(head, f"{exact} UNION ALL {indexed}", table, sets)
-    return sql, [query.namespace, *query.scope.columns(), *params, limit, *params, limit]
+    return sql, [query.namespace, *query.scope.columns(), *params, *params]
 
 
 def _nearest_rows(head: str, found: str, table: str, sets: VectorSets | None) -> str:

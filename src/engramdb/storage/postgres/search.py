@@ -264,11 +264,20 @@ class PostgresSearch:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
         sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
-        reads = [Read("SET LOCAL hnsw.iterative_scan = relaxed_order")]
+        settings = {"hnsw.iterative_scan": "relaxed_order"}
         if self.prefer_index:
-            # Off: scanning the table, or another index and sorting its rows by distance.
-            reads += [Read(f"SET LOCAL {knob} = off") for knob in _EXACT_PLANS]
-        reads.append(Read(sql, [StoredVector(vector), *params], binary=sets is not None))
+            # Off: scanning the table, or another index and sorting its rows by distance. A
+            # plan the connection kept for the same statement was made without these.
+            settings |= dict.fromkeys(_EXACT_PLANS, "off")
+            settings["plan_cache_mode"] = "force_custom_plan"
+        # Settings of the read's own transaction, in one statement (see ``Reads``).
+        local = ", ".join(
+            f"set_config('{name}', '{value}', true)" for name, value in settings.items()
+        )
+        reads = [
+            Read(f"SELECT {local}"),
+            Read(sql, [StoredVector(vector), *params], binary=sets is not None),
+        ]
         async with self._pool.reads(context_for([query.scope])) as transaction:
             return (await transaction.run(reads, last=True))[-1]
 
