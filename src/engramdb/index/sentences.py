@@ -10,6 +10,7 @@ abbreviations ("Dr.", "e.g.") and very short pieces kept with the sentence befor
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: Pieces shorter than this are joined to the sentence before (``"Yes."``, ``"Ok!"``).
@@ -27,6 +28,13 @@ _ABBREVIATION = re.compile(
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, in order, stripped; ``[]`` for blank text."""
+    return list(_split(text))
+
+
+# A write asks for its text's sentences more than once (whether it owes part vectors, which
+# ones); the split is the costly part of that.
+@functools.lru_cache(maxsize=64)
+def _split(text: str) -> tuple[str, ...]:
     sentences: list[str] = []
     for piece in _BOUNDARY.split(text):
         piece = piece.strip() if piece else ""
@@ -36,7 +44,7 @@ def split_sentences(text: str) -> list[str]:
             sentences[-1] += " " + piece
         else:
             sentences.append(piece)
-    return sentences
+    return tuple(sentences)
 
 
 def sentence_keys(text: str, limit: int = MAX_SENTENCES) -> list[str]:
