@@ -40,6 +40,7 @@ import functools
 import hashlib
 import importlib
 import importlib.resources
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -93,6 +94,10 @@ BASE_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 INT8_SUFFIX = "-per-token-exact"
 #: Matrix products of the model: 6 layers of query, key, value, output and two feed-forward.
 MODEL_MATMULS = 36
+#: How long ``start`` waits for an idle model's thread to reach the model run: the tokenizing
+#: before it takes well under a millisecond, and a thread still loading the model is not
+#: waited for.
+_HANDOVER_S = 0.002
 
 _INSTALL = {
     "onnxruntime": "pip install 'onnxruntime>=1.18,<2'",
@@ -168,6 +173,8 @@ class MiniLMEmbedder:
         self._runtime: _Runtime | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
+        # Calls handed to the model's thread and not yet answered (counted on the loop).
+        self._queued = 0
 
     @property
     def model_id(self) -> str:
@@ -250,7 +257,16 @@ class MiniLMEmbedder:
         try:
             wanted = check_texts(texts)
             if 0 < len(wanted) <= self._batch_size:
-                return self._submit(functools.partial(self._embed_in_order, wanted))
+                if self._queued:
+                    return self._submit(functools.partial(self._embed_in_order, wanted))
+                # The model's thread needs the interpreter lock to take the call and tokenize
+                # it, and a caller going on with Python work holds that lock until it next
+                # waits: let the thread through to the model run first, which then goes on
+                # without the lock while the caller works.
+                running = threading.Event()
+                future = self._submit(functools.partial(self._embed_in_order, wanted, running))
+                running.wait(_HANDOVER_S)
+                return future
         except Exception as exc:
             return failed(exc)
         return asyncio.ensure_future(self.embed(wanted))
@@ -290,7 +306,13 @@ class MiniLMEmbedder:
             raise EmbedderError("the embedder is closed", model_id=self.model_id)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-minilm")
-        return asyncio.get_running_loop().run_in_executor(self._executor, call)
+        future = asyncio.get_running_loop().run_in_executor(self._executor, call)
+        self._queued += 1
+        future.add_done_callback(self._answered)
+        return future
+
+    def _answered(self, _: asyncio.Future[Any]) -> None:
+        self._queued -= 1
 
     def _ensure_loaded(self) -> _Runtime:
         # Only the single worker thread gets here, one call at a time, so concurrent first
@@ -352,14 +374,16 @@ class MiniLMEmbedder:
             )
         return self._int8_kernel or fastest
 
-    def _embed_in_order(self, texts: list[str]) -> FloatArray:
+    def _embed_in_order(
+        self, texts: list[str], running: threading.Event | None = None
+    ) -> FloatArray:
         """One batch of ``texts``, shortest first as ``embed`` orders them, in their order."""
         order = sorted(range(len(texts)), key=lambda row: len(texts[row]))
         result = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        result[order] = self._embed_batch([texts[row] for row in order])
+        result[order] = self._embed_batch([texts[row] for row in order], running)
         return result
 
-    def _embed_batch(self, texts: list[str]) -> FloatArray:
+    def _embed_batch(self, texts: list[str], running: threading.Event | None = None) -> FloatArray:
         runtime = self._ensure_loaded()
         token_ids = [runtime.tokenizer.encode(text).ids for text in texts]
         width = max(len(ids) for ids in token_ids)
@@ -374,6 +398,8 @@ class MiniLMEmbedder:
             # Single-sentence inputs: every token is segment 0.
             "token_type_ids": np.zeros_like(input_ids),
         }
+        if running is not None:
+            running.set()
         try:
             (hidden,) = runtime.session.run(["last_hidden_state"], inputs)
         except Exception as exc:  # onnxruntime's errors are not importable as types
