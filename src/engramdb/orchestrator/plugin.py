@@ -239,6 +239,15 @@ class StoredMemoryType(ABC):
             occurred_at=item.occurred_at,
         )
 
+    def _foresee(self, item: MemoryItem, key: str) -> None:
+        """Set the model on a lone item's text before its tokens are counted and its write
+        prepared, where that text does not depend on the count."""
+        spec = self.provider.spec
+        uncounted = [self._request(item, key, tokens=n) for n in (0, 1)]
+        texts = {spec.embed_text(r.key, r.value, r.occurred_at) for r in uncounted}
+        if len(texts) == 1:
+            self.provider.foresee(uncounted[0])
+
     def content_type(self, item: MemoryItem) -> str:
         """The rfc-2001 content type an item is stored under."""
         return "fact"
@@ -277,9 +286,15 @@ class StoredMemoryType(ABC):
         """Store several items in one transaction (all or none)."""
         for item in items:
             require_item(item)
+        keys = [item.id or new_id() for item in items]
+        if len(items) == 1:
+            self._foresee(items[0], keys[0])
         counts = count_tokens_many([item.text for item in items])
         entries = await self.provider.write_many(
-            [self._request(item, tokens=n) for item, n in zip(items, counts, strict=True)]
+            [
+                self._request(item, key, tokens=n)
+                for item, key, n in zip(items, keys, counts, strict=True)
+            ]
         )
         results = [MemorizeResult(id=entry.key) for entry in entries]
         evicted = await self._evict()

@@ -65,6 +65,8 @@ DF_TTL_S = 60.0
 MIN_DOCS_TO_PRUNE = 100
 #: The longest a search waits for a busy embedding model before ranking by full text alone.
 QUERY_PATIENCE_S = 2.0
+#: Foreseen embeddings kept waiting for their writes (a lone write takes its own up at once).
+_FORESEEN = 8
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,8 @@ class Indexer:
         self.pending = PendingVectors(self._embed_stored)
         #: Part vectors of records written with their whole-text vector alone.
         self.deferred = DeferredParts(backend, self.embed, self.committed, lambda: self.model)
+        #: Embeddings begun for writes still being prepared (``foresee``), by text.
+        self._foreseen: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
 
     @property
     def model(self) -> str:
@@ -180,6 +184,19 @@ class Indexer:
             self._queries.popitem(last=False)
         return future
 
+    def foresee(self, text: str) -> None:
+        """Begin embedding ``text``, which a lone write still being prepared will embed: the
+        model runs while the write is prepared, and ``embedding_for_write`` takes the
+        embedding up. One not taken up (the write failed first, or embeds another text) is
+        dropped after a few more."""
+        if self.embedder is None or text in self._foreseen:
+            return
+        future = start_embedding(self.embedder, [text])
+        future.add_done_callback(_observe)
+        self._foreseen[text] = future
+        if len(self._foreseen) > _FORESEEN:
+            self._foreseen.popitem(last=False)[1].cancel()
+
     async def embed(self, texts: Sequence[str]) -> list[bytes] | None:
         """Stored vectors for ``texts`` (``None`` without an embedder)."""
         if self.embedder is None:
@@ -215,7 +232,8 @@ class Indexer:
             nothing.set_result(None)
             return nothing
         everything, texts = _texts_to_embed(spec, records, parts)
-        started = start_embedding(self.embedder, everything)
+        foreseen = self._foreseen.pop(everything[0], None) if len(everything) == 1 else None
+        started = foreseen if foreseen is not None else start_embedding(self.embedder, everything)
         return asyncio.ensure_future(self._written_vectors(started, len(records), texts))
 
     async def _written_vectors(
