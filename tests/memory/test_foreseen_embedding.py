@@ -5,8 +5,7 @@ write refused after the model began stores nothing and holds up nothing after it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import pytest
 
@@ -23,17 +22,6 @@ from engramdb.storage.records import RecordQuery
 SCOPE = {"tenant": "acme", "user": "alice"}
 TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty store of each backend, by the path or URL it is opened with."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "engram.db")
-    else:
-        from tests.postgres.database import empty_database
-
-        yield empty_database()
 
 
 class Counted(WrappingEmbedder[MiniLMEmbedder]):

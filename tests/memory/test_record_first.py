@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -32,17 +31,6 @@ TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat 
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
 #: The same key's next text.
 LATER = "We flew to Crete in May. The flight was early. My sister found a hat on the beach."
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty store of each backend, by the path or URL it is opened with."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "engram.db")
-    else:
-        from tests.postgres.database import empty_database
-
-        yield empty_database()
 
 
 async def _stored(engine: Engine) -> tuple[dict[int, bytes], dict[int, bytes]]:
