@@ -15,8 +15,7 @@ from typing import Any, ClassVar
 from engramdb.core.events import new_id
 from engramdb.core.intent import MemoryItem
 from engramdb.orchestrator.forget_grammar import FORGET_KEYWORDS
-from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits, require_item
-from engramdb.providers.event_sourced import WriteRequest
+from engramdb.orchestrator.plugin import StoredMemoryType, TypeLimits
 from engramdb.providers.files import FileMemoryProvider
 from engramdb.storage.records import Record
 
@@ -36,9 +35,9 @@ class FileCategoryMemory(StoredMemoryType):
         """Every item of this type is of its category."""
         return self.name
 
-    def _request(self, item: MemoryItem, key: str | None = None, **extra: Any) -> WriteRequest:
-        require_item(item)
-        return super()._request(item, key or item.key or item.id or new_id(), **extra)
+    def _item_key(self, item: MemoryItem) -> str:
+        """Its ``key``, else its id, else a new one."""
+        return item.key or item.id or new_id()
 
     async def records(self, **fields: Any) -> list[Record]:
         """Live records of this category."""

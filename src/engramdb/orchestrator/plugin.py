@@ -228,10 +228,14 @@ class StoredMemoryType(ABC):
 
     # -- storage helpers ---------------------------------------------------------------------
 
+    def _item_key(self, item: MemoryItem) -> str:
+        """The key an item is stored under: its id, else a new one."""
+        return item.id or new_id()
+
     def _request(self, item: MemoryItem, key: str | None = None, **extra: Any) -> WriteRequest:
         require_item(item)
         return WriteRequest(
-            key=key or item.id or new_id(),
+            key=key or self._item_key(item),
             value=item_value(item, **extra),
             content_type=self.content_type(item),
             metadata=item.metadata,
@@ -286,7 +290,7 @@ class StoredMemoryType(ABC):
         """Store several items in one transaction (all or none)."""
         for item in items:
             require_item(item)
-        keys = [item.id or new_id() for item in items]
+        keys = [self._item_key(item) for item in items]
         if len(items) == 1:
             self._foresee(items[0], keys[0])
         counts = count_tokens_many([item.text for item in items])
