@@ -52,9 +52,10 @@ class VectorIndex:
         self.dimensions = dimensions
         self.ann_threshold = ann_threshold
         self._rows: dict[int, int] = {}
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._matrix = np.zeros((0, dimensions), dtype=np.float32)
-        self._alive = np.zeros(0, dtype=bool)
+        # Rows are appended into spare room (doubled when full), so adding one vector does not
+        # copy every vector held; ``_ids``, ``_matrix`` and ``_alive`` are the filled part.
+        self._size = 0
+        self._set_rows(np.zeros(0, dtype=np.int64), np.zeros((0, dimensions), dtype=np.float32))
         self._parts: dict[int, PartArray] = {}
         #: Whether ids missing from ``_parts`` may have part vectors not read yet (otherwise
         #: a missing id has none).
@@ -70,6 +71,47 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    @property
+    def _ids(self) -> npt.NDArray[np.int64]:
+        return self._ids_room[: self._size]
+
+    @property
+    def _matrix(self) -> FloatArray:
+        return self._matrix_room[: self._size]
+
+    @property
+    def _alive(self) -> npt.NDArray[np.bool_]:
+        return self._alive_room[: self._size]
+
+    def _set_rows(
+        self,
+        ids: npt.NDArray[np.int64],
+        matrix: FloatArray,
+        alive: npt.NDArray[np.bool_] | None = None,
+        room: int = 0,
+    ) -> None:
+        """Hold ``ids`` and their rows of ``matrix`` (alive unless ``alive`` says), with room
+        for ``room`` rows more before the arrays grow."""
+        size = len(ids)
+        self._ids_room = np.zeros(size + room, dtype=np.int64)
+        self._matrix_room = np.zeros((size + room, self.dimensions), dtype=np.float32)
+        self._alive_room = np.zeros(size + room, dtype=bool)
+        self._ids_room[:size] = ids
+        self._matrix_room[:size] = matrix
+        self._alive_room[:size] = True if alive is None else alive
+        self._size = size
+
+    def _append(self, ids: npt.NDArray[np.int64], vectors: FloatArray) -> None:
+        """Add rows after the filled part, growing the room (doubling) when it is full."""
+        start, end = self._size, self._size + len(ids)
+        if end > len(self._ids_room):
+            room = max(end, 2 * len(self._ids_room)) - start
+            self._set_rows(self._ids.copy(), self._matrix.copy(), self._alive.copy(), room)
+        self._ids_room[start:end] = ids
+        self._matrix_room[start:end] = vectors
+        self._alive_room[start:end] = True
+        self._size = end
 
     @property
     def uses_ann(self) -> bool:
@@ -98,9 +140,10 @@ class VectorIndex:
 
     def _hold(self, ids: Sequence[int], vectors: FloatArray) -> None:
         """Hold exactly ``ids``' vectors, searched exactly until a graph is set."""
-        self._ids = np.asarray(ids, dtype=np.int64)
-        self._matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dimensions)
-        self._alive = np.ones(len(ids), dtype=bool)
+        self._set_rows(
+            np.asarray(ids, dtype=np.int64),
+            np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dimensions),
+        )
         self._rows = {int(item): row for row, item in enumerate(self._ids)}
 
     def _adopt(self, saved: SavedGraph) -> bool:
@@ -155,10 +198,8 @@ class VectorIndex:
         self.changes += 1
         if parts is not None:
             self.set_parts(ids, parts)
-        start = len(self._ids)
-        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
-        self._matrix = np.concatenate([self._matrix, vectors])
-        self._alive = np.concatenate([self._alive, np.ones(len(ids), dtype=bool)])
+        start = self._size
+        self._append(np.asarray(ids, dtype=np.int64), vectors)
         for offset, item in enumerate(ids):
             self._rows[int(item)] = start + offset
         if self._ann is not None:
@@ -217,13 +258,13 @@ class VectorIndex:
             if self._ann is not None:
                 self._ann.mark_deleted(int(item))
                 self.graph_version += 1
-        if len(self._alive) > 64 and self._alive.sum() < len(self._alive) // 2:
+        # ``_rows`` holds the live rows: no count over every row on each write.
+        if self._size > 64 and len(self._rows) < self._size // 2:
             self._compact()
 
     def _compact(self) -> None:
         keep = self._alive
-        self._ids, self._matrix = self._ids[keep], self._matrix[keep]
-        self._alive = np.ones(len(self._ids), dtype=bool)
+        self._set_rows(self._ids[keep], self._matrix[keep])
         self._rows = {int(item): row for row, item in enumerate(self._ids)}
 
     def _build_ann(self) -> None:
