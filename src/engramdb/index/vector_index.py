@@ -45,6 +45,10 @@ def best_of_blocks(rows: npt.ArrayLike, lengths: Sequence[int], query: FloatArra
     return best
 
 
+#: Rows of spare room a growing index takes at least (below an eighth of what it holds).
+_MIN_ROOM = 64
+
+
 class VectorIndex:
     """Unit vectors by integer id; ``search`` returns (id, cosine similarity), best first."""
 
@@ -52,8 +56,9 @@ class VectorIndex:
         self.dimensions = dimensions
         self.ann_threshold = ann_threshold
         self._rows: dict[int, int] = {}
-        # Rows are appended into spare room (doubled when full), so adding one vector does not
-        # copy every vector held; ``_ids``, ``_matrix`` and ``_alive`` are the filled part.
+        # Rows are appended into spare room (an eighth more than held, when full), so adding
+        # one vector does not copy every vector held, and the room costs little memory;
+        # ``_ids``, ``_matrix`` and ``_alive`` are the filled part.
         self._size = 0
         self._set_rows(np.zeros(0, dtype=np.int64), np.zeros((0, dimensions), dtype=np.float32))
         self._parts: dict[int, PartArray] = {}
@@ -103,10 +108,10 @@ class VectorIndex:
         self._size = size
 
     def _append(self, ids: npt.NDArray[np.int64], vectors: FloatArray) -> None:
-        """Add rows after the filled part, growing the room (doubling) when it is full."""
+        """Add rows after the filled part, growing the room when it is full."""
         start, end = self._size, self._size + len(ids)
         if end > len(self._ids_room):
-            room = max(end, 2 * len(self._ids_room)) - start
+            room = len(ids) + max(_MIN_ROOM, start // 8)
             self._set_rows(self._ids.copy(), self._matrix.copy(), self._alive.copy(), room)
         self._ids_room[start:end] = ids
         self._matrix_room[start:end] = vectors
