@@ -121,9 +121,11 @@ def _finish(
             indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
             for r, written in zip(stored, envelopes, strict=True)
         ]
-        kept = [(r, v) for r, v in zip(stored, vectors, strict=True) if r.id is not None]
-        pairs = [(r.id, v) for r, v in kept if r.id is not None]
-        versions = [r.version for r, _ in kept]
+        kept = [
+            (r.id, v, r.version) for r, v in zip(stored, vectors, strict=True) if r.id is not None
+        ]
+        pairs = [(record_id, vector) for record_id, vector, _ in kept]
+        versions = [version for _, _, version in kept]
         try:
             queue.queue_vectors(indexer.model, pairs, indexed, versions).add_done_callback(
                 _unstored

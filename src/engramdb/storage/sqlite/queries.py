@@ -194,14 +194,11 @@ UPSERT_VECTOR = (
 )
 # Only for records that still exist: a vector computed outside the transaction may belong to a
 # record deleted meanwhile.
+#: A record's vector, if the record is there — at the version given, unless that is NULL.
 UPSERT_VECTOR_IF_PRESENT = (
     "INSERT INTO vectors (record_id, model, vector, parts) "
-    f"SELECT id, ?, ?, ? FROM records WHERE id = ? {_VECTOR_CONFLICT}"
-)
-#: ``UPSERT_VECTOR_IF_PRESENT`` for the version of the record it was computed from only.
-UPSERT_VECTOR_IF_UNCHANGED = (
-    "INSERT INTO vectors (record_id, model, vector, parts) "
-    f"SELECT id, ?, ?, ? FROM records WHERE id = ? AND version = ? {_VECTOR_CONFLICT}"
+    "SELECT id, ?, ?, ? FROM records WHERE id = ? AND (? IS NULL OR version = ?) "
+    f"{_VECTOR_CONFLICT}"
 )
 
 

@@ -20,7 +20,6 @@ from engramdb.storage.sqlite.partition import partition_token
 from engramdb.storage.sqlite.queries import (
     RECORD_SELECT,
     UPSERT_VECTOR_IF_PRESENT,
-    UPSERT_VECTOR_IF_UNCHANGED,
     part_vector_select,
     query_partition_token,
     record_select,
@@ -395,19 +394,20 @@ def vector_writes(
     """The write storing ``vectors`` (and ``parts``, aligned with them) by record id, records
     deleted since they were read skipped — and, with ``versions`` (aligned too), records
     written again since — with ``events`` (``put_vectors``)."""
-    rows: list[tuple[Any, ...]] = [
-        (model, blob, part, record_id)
-        for (record_id, blob), part in zip(
-            vectors, parts if parts is not None else [None] * len(vectors), strict=True
+    none = [None] * len(vectors)
+    rows = [
+        (model, blob, part, record_id, version, version)
+        for (record_id, blob), part, version in zip(
+            vectors,
+            parts if parts is not None else none,
+            versions if versions is not None else none,
+            strict=True,
         )
     ]
-    if versions is not None:
-        rows = [(*row, version) for row, version in zip(rows, versions, strict=True)]
-    statement = UPSERT_VECTOR_IF_PRESENT if versions is None else UPSERT_VECTOR_IF_UNCHANGED
     batch = list(events)
 
     def store(conn: sqlite3.Connection) -> None:
-        conn.executemany(statement, rows)
+        conn.executemany(UPSERT_VECTOR_IF_PRESENT, rows)
         insert_events(conn, batch)
 
     return store
