@@ -122,6 +122,7 @@ async def measure(
     rounds: int,
     limit: int,
     mode: SearchMode,
+    held: int | None = None,
 ) -> dict[str, Any]:
     """remember timings per backend (query vectors known), the query embedding alone, and each
     question's ranked keys and scores per backend."""
@@ -133,7 +134,9 @@ async def measure(
     def config() -> EngineConfig:
         return EngineConfig(
             embedder=KnownQueries(MiniLMEmbedder(threads=1), vectors),
-            search=SearchConfig(mode=mode),
+            search=SearchConfig(mode=mode)
+            if held is None
+            else SearchConfig(mode=mode, held_vectors=held),
         )
 
     async with (
@@ -189,6 +192,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--mode", choices=["hybrid", "bm25", "vector"], default="hybrid")
+    parser.add_argument(
+        "--held-vectors",
+        type=int,
+        help="SearchConfig.held_vectors (0: PostgreSQL searches every vector itself)",
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--sqlite", type=Path, default=Path("/tmp/pgremember-bench.db"))
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432/postgres")
@@ -224,6 +232,7 @@ def main() -> None:
             args.rounds,
             args.limit,
             args.mode,
+            args.held_vectors,
         )
     )
     for name, cut in figures["remember_ms"].items():
@@ -238,6 +247,7 @@ def main() -> None:
             "questions": len(asked) - 1,
             "rounds": args.rounds,
             "mode": args.mode,
+            "held_vectors": args.held_vectors,
             "built_s": built,
             **figures,
         },

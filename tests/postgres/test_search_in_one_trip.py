@@ -94,10 +94,15 @@ async def test_recall_in_one_trip_ranks_as_recall_step_by_step(
     assert any(len(hits) > 1 for hits in in_one_trip.values())
 
 
-async def test_remember_asks_nothing_beside_its_two_searches(engine: Engine) -> None:
+@pytest.mark.parametrize("held", [True, False], ids=["vectors held", "vectors searched there"])
+async def test_remember_asks_nothing_beside_its_two_searches(engine: Engine, held: bool) -> None:
     # No frequencies, sizes or vector sets apart: the two searches bring what ranking needs.
+    # (Vectors held here: the partition's size is asked once a minute, when it is loaded.)
     search = engine.backend.search
     assert isinstance(search, PostgresSearch)
+    if not held:
+        engine.indexer.held = None
+    await engine.scope(tenant="t", user="u").episodic.remember("apple and a pear")
     asked: list[str] = []
     for name in ("document_frequencies", "document_count", "vector_sets", "text", "nearest"):
         original = getattr(search, name)

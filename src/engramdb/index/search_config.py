@@ -62,6 +62,10 @@ class SearchConfig:
         rerank_candidates: with a reranker (``EngineConfig.reranker``), how many of the best
             hits it re-orders (0 turns it off).
         rerank_weight: a reranked hit's score is ``(1 - w) * hybrid + w * reranker``.
+        held_vectors: on a database that searches vectors itself (PostgreSQL), how many
+            records' vectors of partitions small enough to be searched exactly a process holds
+            and searches itself, kept current from the tenant's event log; the partitions
+            searched least recently are dropped first (0: every search runs in the database).
     """
 
     mode: SearchMode = "hybrid"
@@ -88,6 +92,7 @@ class SearchConfig:
     part_candidates: int = 30
     rerank_candidates: int = 20
     rerank_weight: float = 0.5
+    held_vectors: int = 100_000
 
     def __post_init__(self) -> None:
         for setting in fields(self):
@@ -101,11 +106,14 @@ class SearchConfig:
                 "candidates and rrf_k must be positive, neighbours non-negative",
                 field="candidates",
             )
-        if self.max_scored_docs < 0 or self.part_candidates < 0 or self.rerank_candidates < 0:
-            raise InvalidValueError(
-                "max_scored_docs, part_candidates and rerank_candidates must not be negative",
-                field="rerank_candidates",
-            )
+        counts = ("max_scored_docs", "part_candidates", "rerank_candidates", "held_vectors")
+        for name in counts:
+            if getattr(self, name) < 0:
+                raise InvalidValueError(
+                    "max_scored_docs, part_candidates, rerank_candidates and held_vectors "
+                    "must not be negative",
+                    field=name,
+                )
         if not 0.0 <= self.rerank_weight <= 1.0:
             raise InvalidValueError("rerank_weight must be between 0 and 1", field="rerank_weight")
 

@@ -212,6 +212,19 @@ class VectorIndex:
         elif len(self._rows) > self.ann_threshold:
             self._build_ann()
 
+    def put(self, entries: Sequence[tuple[int, bytes | None, bytes | None]]) -> None:
+        """Store each (id, vector, part vectors) given as float32 bytes; an id given without a
+        vector leaves the index."""
+        self.remove([item for item, vector, _ in entries if not vector])
+        kept = [(item, vector, parts) for item, vector, parts in entries if vector]
+        if kept:
+            blob = b"".join(vector for _, vector, _ in kept if vector)
+            self.upsert(
+                [item for item, _, _ in kept],
+                np.frombuffer(blob, dtype="<f4"),
+                [parts for _, _, parts in kept],
+            )
+
     def set_parts(self, ids: Sequence[int], parts: Sequence[bytes | None]) -> None:
         """Keep the part vectors of ``ids`` (float32 bytes; ``None`` or empty for none)."""
         for item, blob in zip(ids, parts, strict=True):

@@ -39,6 +39,7 @@ from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
 from engramdb.providers.deferred_parts import DeferredParts
+from engramdb.providers.held_vectors import HeldPartitions
 from engramdb.providers.pending_vectors import PendingVectors
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.vector_graphs import VectorGraphs
@@ -46,6 +47,7 @@ from engramdb.storage.backend import Backend
 from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import (
     BestHits,
+    FollowsTenantLog,
     NativeVectorSearch,
     SearchesReadBestHits,
     TextHitsWithRecords,
@@ -106,6 +108,17 @@ def _observe(future: asyncio.Future[Any]) -> None:
     _ = future.cancelled() or future.exception()
 
 
+def _filtered(query: RecordQuery) -> bool:
+    """Whether ``query`` selects fewer records than its partition holds (by type, metadata or
+    time)."""
+    return bool(
+        query.content_types is not None
+        or query.metadata
+        or query.occurred_after
+        or query.occurred_before
+    )
+
+
 def vector_bytes(vector: np.ndarray[Any, Any]) -> bytes:
     """A vector as stored: little-endian float32 bytes."""
     return np.asarray(vector, dtype="<f4").tobytes()
@@ -133,6 +146,12 @@ class Indexer:
         #: Graphs of dropped indexes, each the starting point of its partition's reload.
         self._dropped: dict[tuple[str, Scope], VectorIndex] = {}
         self.graphs = VectorGraphs.beside(backend) if self.config.save_graphs else None
+        #: On a backend that searches vectors itself, the small partitions searched here.
+        self.held = (
+            HeldPartitions(backend.search, self.config.held_vectors)
+            if isinstance(backend.search, FollowsTenantLog) and self.config.held_vectors
+            else None
+        )
         # Several memory types embed the same prompt in one turn, often at the same moment:
         # each prompt is embedded once, and callers share the one computation in flight.
         self._queries: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
@@ -270,21 +289,41 @@ class Indexer:
             self.forget_all()
             self._version = version
 
-    async def vector_index(self, namespace: str, partition: Scope) -> VectorIndex:
-        """The in-memory vector index of one partition, loaded on first use."""
+    async def vector_index(
+        self, namespace: str, partition: Scope, *, follow: bool = True
+    ) -> VectorIndex:
+        """The in-memory vector index of one partition, loaded on first use; for a held
+        partition, brought in step with its tenant's log first (unless not ``follow``: this
+        search did that already)."""
         assert self.embedder is not None
         async with self._lock:
-            await self._current()
             slot = (namespace, partition)
+            if self.held is None:
+                await self._current()
+            elif follow:
+                await self._follow(slot)
             index = self._indexes.get(slot)
             if index is None:
+                # Read before the vectors: what is committed meanwhile is after it in the log.
+                position = await self.held.position(partition) if self.held else 0
                 index, built = await self._load_index(namespace, partition)
                 self._indexes[slot] = index
+                if self.held is not None:
+                    for old in self.held.loaded(slot, position, len(index)):
+                        self._drop(old)
                 if built and self.graphs is not None:
                     # A built graph is saved at once (a patched one on close); registered
                     # first, so that writes committed while the files are written reach it.
                     await self.graphs.save(self._identity(slot), index)
             return index
+
+    async def _follow(self, slot: tuple[str, Scope]) -> None:
+        """Bring a held partition's index in step with its tenant's log, or drop it."""
+        index = self._indexes.get(slot)
+        if index is None or self.held is None:
+            return
+        if not await self.held.catch_up(slot, index, self.model):
+            self._drop(slot)
 
     def _identity(self, slot: tuple[str, Scope]) -> dict[str, Any]:
         assert self.embedder is not None
@@ -350,20 +389,13 @@ class Indexer:
         if index is None:
             return
         none = [None] * len(stored)
-        with_vectors = [
-            (r.id, v, p)
-            for r, v, p in zip(stored, vectors or none, parts or none, strict=True)
-            if r.id is not None and v
-        ]
-        index.remove([r.id for r in stored if r.id is not None])
-        if with_vectors:
-            ids = [item for item, _, _ in with_vectors]
-            matrix = np.frombuffer(b"".join(v for _, v, _ in with_vectors), dtype="<f4")
-            index.upsert(
-                ids,
-                matrix.reshape(len(ids), -1).astype(np.float32),
-                [p for _, _, p in with_vectors],
-            )
+        index.put(
+            [
+                (r.id, v, p)
+                for r, v, p in zip(stored, vectors or none, parts or none, strict=True)
+                if r.id is not None
+            ]
+        )
 
     def removed(self, namespace: str, partition: Scope, ids: Sequence[int]) -> None:
         """Drop deleted records from a loaded vector index."""
@@ -383,6 +415,8 @@ class Indexer:
     def _drop(self, slot: tuple[str, Scope]) -> None:
         # Kept until the partition reloads, which checks its graph against the stored vectors.
         index = self._indexes.pop(slot, None)
+        if self.held is not None:
+            self.held.dropped(slot)
         if index is not None and index.uses_ann:
             self._dropped[slot] = index
 
@@ -421,14 +455,16 @@ class Indexer:
         query_vector = self._query_vector(request.query) if wants_vectors else None
         lazy = self._ranks_by_scores_alone(request)
         sentences = query_vector is not None and part_vectors and config.part_vectors
-        found = self._best_hits(sentences, lazy)
+        here = query_vector is not None and await self._searched_here(namespace, partition, base)
+        # Vectors searched here need none of the database's: its searches read records only.
+        found = self._best_hits(sentences and not here, lazy)
         # Both signals at once: the vector index is searched as soon as the query vector is
         # ready, while SQLite may still be busy with the full-text query.
         text, vector = await asyncio.gather(
             self._text_scores(request.query, partition, base, records, lazy=lazy, found=found)
             if config.mode != "vector"
             else _nothing(),
-            self._vector_scores(namespace, partition, base, query_vector, found)
+            self._vector_scores(namespace, partition, base, query_vector, found, here=here)
             if query_vector is not None
             else _nothing(),
         )
@@ -446,7 +482,7 @@ class Indexer:
             # sentence vectors' scores are read side by side: the second only adds scores to
             # hits, and the hits without a record are those of the vector search either way.
             parts, gone = await asyncio.gather(
-                self._best_part_scores(namespace, partition, scores, query, found)
+                self._best_part_scores(namespace, partition, scores, query, found, here=here)
                 if query is not None
                 else _nothing(),
                 self._read_live(namespace, partition, list(scores["vector"]), records, now)
@@ -651,21 +687,38 @@ class Indexer:
         base: RecordQuery,
         query_vector: asyncio.Future[FloatArray],
         found: BestHits | None = None,
+        *,
+        here: bool = False,
     ) -> dict[int, float] | None:
-        """Cosine similarities of the nearest candidates (given ``found`` with a model, what
-        the search reads of its best hits goes there); ``None`` when the query cannot be
-        embedded now (the search ranks by full text alone)."""
+        """Cosine similarities of the nearest candidates, from this process's index if
+        ``here`` (else, given ``found`` with a model, what the database's search reads of its
+        best hits goes there); ``None`` when the query cannot be embedded now (the search
+        ranks by full text alone)."""
         search, limit = self.backend.search, self.config.candidates
         try:
-            if found is not None and found.model and isinstance(search, SearchesReadBestHits):
+            if not here and found is not None and found.model:
+                assert isinstance(search, SearchesReadBestHits)  # ``_best_hits`` gave ``found``
                 probe = vector_bytes(await asyncio.shield(query_vector))
                 hits = await search.nearest_best(base, probe, limit, found)
             else:
-                hits = await self.nearest(namespace, partition, base, query_vector, limit)
+                hits = await self.nearest(
+                    namespace, partition, base, query_vector, limit, here=here
+                )
         except EmbedderUnavailableError as exc:
             _log.warning("searching by full text alone: %s", exc.message)
             return None
         return {i: s for i, s in hits if s >= self.config.min_similarity}
+
+    async def _searched_here(self, namespace: str, partition: Scope, base: RecordQuery) -> bool:
+        """Whether a search's nearest vectors come from an index this process holds: always
+        on a backend without a vector search of its own; on one with it, for an unfiltered
+        search of a partition small enough to hold (``HeldPartitions``)."""
+        if not isinstance(self.backend.search, NativeVectorSearch):
+            return True
+        if self.held is None or _filtered(base):
+            return False
+        slot = (namespace, partition)
+        return slot in self._indexes or self.held.wanted(await self._size(slot))
 
     def _best_hits(self, sentences: bool, lazy: bool) -> BestHits | None:
         """What the searches should read of their best hits for ranking (every hit's record
@@ -683,6 +736,8 @@ class Indexer:
         scores: dict[str, dict[int, float]],
         query: FloatArray,
         read: BestHits | None = None,
+        *,
+        here: bool = False,
     ) -> dict[int, float]:
         """The vector scores with the best candidates' replaced by their best cosine similarity
         over their whole-text and part vectors.
@@ -690,8 +745,8 @@ class Indexer:
         The best ``part_candidates`` of each signal (the whole-text vectors and BM25) are
         re-scored, so a record whose one relevant sentence the whole-text vector hides is still
         found when its words match; the rest keep their whole-text score. The vectors come
-        from this process's index of the partition, or, for a backend that searches vectors
-        itself, from the database.
+        from this process's index of the partition (``here``), or, for a backend that
+        searches vectors itself, from the database.
         """
         top = self.config.part_candidates or None
         chosen: set[int] = set()
@@ -702,10 +757,10 @@ class Indexer:
         if not candidates:
             return dict(whole)
         found: dict[int, float] = {}
-        if not isinstance(self.backend.search, NativeVectorSearch):
+        if here:
             # This process holds the partition's vectors, its parts included; what another
             # process wrote since the index loaded is read from the database.
-            index = await self.vector_index(namespace, partition)
+            index = await self.vector_index(namespace, partition, follow=False)
             unknown = index.parts_unknown(candidates)
             if unknown:
                 changes = index.changes
@@ -755,24 +810,20 @@ class Indexer:
         base: RecordQuery,
         vector: Awaitable[FloatArray],
         limit: int,
+        *,
+        here: bool = False,
     ) -> list[tuple[int, float]]:
         """Ids and cosine similarities of the ``limit`` records ``base`` selects nearest to
-        ``vector``: the backend's own vector search where it has one, else this process's
-        vector index of the partition."""
+        ``vector``: the backend's own vector search where it has one (unless ``here``: a
+        partition this process holds), else this process's vector index of the partition."""
         search = self.backend.search
-        if isinstance(search, NativeVectorSearch):
+        if isinstance(search, NativeVectorSearch) and not here:
             query = await asyncio.shield(vector)
             return await search.nearest(base, self.model, vector_bytes(query), limit)
         index = await self.vector_index(namespace, partition)
         if not len(index):
             return []
-        filtered = (
-            base.content_types is not None
-            or base.metadata
-            or base.occurred_after
-            or base.occurred_before
-        )
-        allowed = set(await search.record_ids(base)) if filtered else None
+        allowed = set(await search.record_ids(base)) if _filtered(base) else None
         return index.search(await asyncio.shield(vector), limit, allowed)
 
     async def _with_neighbours(

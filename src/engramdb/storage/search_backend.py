@@ -127,6 +127,36 @@ class NativeVectorSearch(Protocol):
         ...
 
 
+@runtime_checkable
+class FollowsTenantLog(Protocol):
+    """A backend with its own vector search (``NativeVectorSearch``) whose small partitions a
+    process may search from vectors it holds instead, kept current from the tenant's event
+    log: every write of a record appends an event naming its provider and key in the same
+    transaction, and events become visible in position order, so reading a tenant's events
+    after the last position seen passes over no write, however late it committed."""
+
+    #: Partitions of at most this many records may be searched from held vectors (0: none).
+    held_vectors_up_to: int
+
+    async def log_position(self, scope: Scope) -> int:
+        """The position of the newest event of ``scope``'s tenant (0 for none)."""
+        ...
+
+    async def log_changes(
+        self, scope: Scope, after: int, limit: int
+    ) -> list[tuple[int, str, str | None]]:
+        """Position, provider id and key of the events of ``scope``'s tenant after position
+        ``after``, oldest first, at most ``limit`` of them."""
+        ...
+
+    async def keyed_vectors(
+        self, query: RecordQuery, model: str
+    ) -> list[tuple[int, bytes | None, bytes | None]]:
+        """Each record ``query`` selects, as its id, vector and part vectors of ``model``
+        (float32 bytes; ``None`` where it has none)."""
+        ...
+
+
 @dataclass
 class BestHits:
     """What searches read beside their hits for ranking, in the same statement: of each

@@ -479,6 +479,19 @@ def vector_set_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     return sql, [*params, model]
 
 
+def keyed_vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
+    """Every record ``query`` selects, with its vector and part vectors of ``model`` (NULL
+    where it has none of that model)."""
+    where, params = record_where(query)
+    has = "embedding_model = %s"
+    sql = (
+        f"SELECT id, CASE WHEN {has} THEN embedding END, "
+        f"CASE WHEN {has} THEN embedding_parts END FROM {table_for(query.namespace)} "
+        f"WHERE {where}"
+    )
+    return sql, [model, model, *params]
+
+
 def part_vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
     """Record ids and part embeddings of ``model`` for the records ``query`` selects that have
     part embeddings."""

@@ -503,4 +503,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # The full-text trigger looks a write's words up by key, however its plans were made.
     Migration("0017_text_index_lookups", TEXT_INDEX_LOOKUPS),
+    # A process holding a partition's vectors asks for its tenant's events since the last
+    # position it saw: a few index entries, however long the tenant's log.
+    Migration(
+        "0018_events_by_tenant_position",
+        (
+            "CREATE INDEX events_by_tenant_position ON events (tenant_uuid, position)",
+            "DROP INDEX events_by_tenant",
+        ),
+    ),
 )

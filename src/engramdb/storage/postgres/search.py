@@ -22,6 +22,7 @@ from engramdb.storage.postgres.queries import (
     PARTITION_WORD_MATCH,
     VectorSets,
     any_word,
+    keyed_vector_select,
     match_words,
     nearest_select,
     part_vector_select,
@@ -229,6 +230,46 @@ class PostgresSearch:
         """Each selected record's part vectors of ``model``, for those that have any."""
         rows = await self._binary_rows(query, *part_vector_select(query, model))
         return {int(r[0]): bytes(r[1]) for r in rows}
+
+    async def keyed_vectors(
+        self, query: RecordQuery, model: str
+    ) -> list[tuple[int, bytes | None, bytes | None]]:
+        """Each selected record's id, vector and part vectors of ``model`` (``None`` where
+        it has none)."""
+        rows = await self._binary_rows(query, *keyed_vector_select(query, model))
+        return [(int(r[0]), r[1], None if r[2] is None else bytes(r[2])) for r in rows]
+
+    @property
+    def held_vectors_up_to(self) -> int:
+        """Partitions searched exactly may be searched from vectors a process holds (kept
+        current from the log, ``FollowsTenantLog``); none when the index is preferred."""
+        return 0 if self.prefer_index else self.exact_nearest_up_to
+
+    async def log_position(self, scope: Scope) -> int:
+        """The position of the newest event of ``scope``'s tenant (0 for none)."""
+        rows = await self._pool.read(
+            context_for([scope]),
+            Read(
+                "SELECT coalesce(max(position), 0) FROM events WHERE tenant_uuid = %s",
+                (tenant_uuid(scope.tenant),),
+            ),
+        )
+        return int(rows[0][0])
+
+    async def log_changes(
+        self, scope: Scope, after: int, limit: int
+    ) -> list[tuple[int, str, str | None]]:
+        """Position, provider id and key of the events of ``scope``'s tenant after
+        ``after``, oldest first, at most ``limit``."""
+        rows = await self._pool.read(
+            context_for([scope]),
+            Read(
+                "SELECT position, provider_id, payload ->> 'key' FROM events "
+                "WHERE tenant_uuid = %s AND position > %s ORDER BY position LIMIT %s",
+                (tenant_uuid(scope.tenant), after, limit),
+            ),
+        )
+        return [(int(position), str(provider), key) for position, provider, key in rows]
 
     async def vector_sets(self, query: RecordQuery, model: str) -> dict[int, bytes]:
         """Each selected record's vectors of ``model``: the whole text's, then its parts'."""

@@ -1,0 +1,108 @@
+"""``HeldPartitions``: which partitions of a database that searches vectors itself
+(PostgreSQL) this process searches from vectors it holds, and how each is kept current.
+
+A partition small enough to be searched exactly costs the database a scan of every vector it
+holds, each row read and compared, on every search; held here, the same exact search is one
+matrix product. A held partition follows its tenant's event log: before each search the events
+since the last position seen are read (a few index entries), and the records their keys name
+in the partition are read again, vectors and all. Every write of a record appends its event in
+the same transaction, and events become visible in position order, so no write is passed over,
+whoever made it; this process's own writes reach the index at once (``Indexer.committed``)
+and are read again harmlessly. A partition whose log holds a change it cannot follow key by key
+(too many at once, an event without a key) is dropped and loaded afresh on its next search.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from engramdb.core.scope import Scope
+from engramdb.index.vector_index import VectorIndex
+from engramdb.storage.records import RecordQuery
+from engramdb.storage.search_backend import FollowsTenantLog
+
+Slot = tuple[str, Scope]
+
+#: Events read per catch-up; a partition with more since its last search loads afresh.
+CHANGES_READ = 256
+#: A held partition loads afresh after this long whatever its log says: an administrator's
+#: rebuild rewrites records without appending events.
+RELOAD_AFTER_S = 300.0
+
+
+@dataclass
+class _Held:
+    position: int
+    records: int
+    loaded_at: float
+
+
+class HeldPartitions:
+    """The held partitions' log positions, ages and sizes, within a budget of records (the
+    partitions searched least recently go first)."""
+
+    def __init__(self, search: FollowsTenantLog, budget: int) -> None:
+        self._search = search
+        self._budget = budget
+        self._held: OrderedDict[Slot, _Held] = OrderedDict()
+
+    def wanted(self, size: int) -> bool:
+        """Whether a partition of ``size`` records is searched from held vectors."""
+        return size <= min(self._search.held_vectors_up_to, self._budget)
+
+    async def position(self, partition: Scope) -> int:
+        """The log position a partition's vectors read from now on are current at."""
+        return await self._search.log_position(partition)
+
+    def loaded(self, slot: Slot, position: int, records: int) -> list[Slot]:
+        """Note a partition loaded at ``position``; the partitions to drop to keep within
+        the budget (the least recently searched)."""
+        self._held[slot] = _Held(position, records, time.monotonic())
+        held = sum(h.records for h in self._held.values())
+        dropped: list[Slot] = []
+        for old in list(self._held):
+            if held <= self._budget or old == slot:
+                break
+            held -= self._held[old].records
+            dropped.append(old)
+        return dropped
+
+    def dropped(self, slot: Slot) -> None:
+        """Forget a partition dropped from memory."""
+        self._held.pop(slot, None)
+
+    async def catch_up(self, slot: Slot, index: VectorIndex, model: str) -> bool:
+        """Bring ``index`` in step with what the log says changed in its partition since it
+        was last current; ``False`` when it must be loaded afresh instead."""
+        held = self._held.get(slot)
+        if held is None or time.monotonic() - held.loaded_at > RELOAD_AFTER_S:
+            return False
+        self._held.move_to_end(slot)
+        namespace, partition = slot
+        changes = await self._search.log_changes(partition, held.position, CHANGES_READ)
+        if not changes:
+            return True
+        if len(changes) >= CHANGES_READ:
+            return False
+        keys: set[str] = set()
+        for _, provider, key in changes:
+            if provider != namespace:
+                continue  # records of another namespace: not this index's
+            if not key:
+                return False  # a change of the whole namespace
+            keys.add(key)
+        if keys:
+            seen = index.changes
+            rows = await self._search.keyed_vectors(
+                RecordQuery(namespace, partition, keys=tuple(sorted(keys))), model
+            )
+            if index.changes != seen:
+                # A write of this process reached the index while the rows were read, which
+                # may be older than it: the same events are read again next time.
+                return True
+            index.put(rows)
+        held.position = changes[-1][0]
+        held.records = len(index)
+        return True
