@@ -5,6 +5,7 @@ tenant's event log, or by loading afresh when the log says more than it can foll
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -177,3 +178,21 @@ async def test_the_least_recently_searched_partition_leaves_first(
     # Dropped is not lost: searched again, the partition loads afresh.
     await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
     assert (await _texts(reader, ASKED))[0] == NEW
+
+
+async def test_a_kept_record_hidden_or_expired_elsewhere_is_not_returned(
+    engines: tuple[Engine, Engine],
+) -> None:
+    writer, reader = engines
+    mem = writer.scope(**SCOPE).episodic
+    await mem.memorize(MemoryItem(text=NEW, role="user", id="appointment"))
+    assert (await _texts(reader, ASKED))[0] == NEW  # its record is now kept by the reader
+    assert await mem.provider.forget("appointment", mode="soft")
+    assert NEW not in await _texts(reader, ASKED, limit=10)
+    assert await mem.provider.restore("appointment")
+    assert (await _texts(reader, ASKED))[0] == NEW
+    brief = "The dentist called: the appointment is cancelled for today."
+    await mem.memorize(MemoryItem(text=brief, role="user", ttl_ms=400))
+    assert brief in await _texts(reader, "did the dentist call?", limit=10)
+    await asyncio.sleep(0.5)
+    assert brief not in await _texts(reader, "did the dentist call?", limit=10)

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from engramdb.core.scope import Scope
 from engramdb.index.vector_index import VectorIndex
-from engramdb.storage.records import RecordQuery
+from engramdb.storage.records import Record, RecordQuery
 from engramdb.storage.search_backend import FollowsTenantLog
 
 Slot = tuple[str, Scope]
@@ -30,6 +32,9 @@ CHANGES_READ = 256
 #: A held partition loads afresh after this long whatever its log says: an administrator's
 #: rebuild rewrites records without appending events.
 RELOAD_AFTER_S = 300.0
+#: Records of a held partition kept for ranking, the most recently read: the hits a search
+#: ranks highest are then often known without a round trip.
+RECORDS_KEPT = 1000
 
 
 @dataclass
@@ -37,6 +42,7 @@ class _Held:
     position: int
     records: int
     loaded_at: float
+    read: OrderedDict[int, Record] = field(default_factory=OrderedDict)
 
 
 class HeldPartitions:
@@ -69,6 +75,28 @@ class HeldPartitions:
             dropped.append(old)
         return dropped
 
+    def records(self, slot: Slot, ids: Sequence[int], now: datetime) -> dict[int, Record]:
+        """Of ``ids``, the records kept of a held partition that are live at ``now`` (in
+        step with its log as its index is: a change of one drops it)."""
+        held = self._held.get(slot)
+        if held is None:
+            return {}
+        kept = (held.read.get(i) for i in ids)
+        return {r.id: r for r in kept if r is not None and r.id is not None and _live(r, now)}
+
+    def keep(self, slot: Slot, records: Iterable[Record]) -> None:
+        """Keep records just read of a held partition (live ones, read in step with its
+        log or after)."""
+        held = self._held.get(slot)
+        if held is None:
+            return
+        for record in records:
+            if record.id is not None:
+                held.read[record.id] = record
+                held.read.move_to_end(record.id)
+        while len(held.read) > RECORDS_KEPT:
+            held.read.popitem(last=False)
+
     def dropped(self, slot: Slot) -> None:
         """Forget a partition dropped from memory."""
         self._held.pop(slot, None)
@@ -94,6 +122,9 @@ class HeldPartitions:
                 return False  # a change of the whole namespace
             keys.add(key)
         if keys:
+            for record_id, record in list(held.read.items()):
+                if record.key in keys:
+                    del held.read[record_id]
             seen = index.changes
             rows = await self._search.keyed_vectors(
                 RecordQuery(namespace, partition, keys=tuple(sorted(keys))), model
@@ -106,3 +137,7 @@ class HeldPartitions:
         held.position = changes[-1][0]
         held.records = len(index)
         return True
+
+
+def _live(record: Record, now: datetime) -> bool:
+    return record.hidden_at is None and (record.expires_at is None or record.expires_at > now)

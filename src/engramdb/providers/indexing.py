@@ -485,7 +485,9 @@ class Indexer:
                 self._best_part_scores(namespace, partition, scores, query, found, here=here)
                 if query is not None
                 else _nothing(),
-                self._read_live(namespace, partition, list(scores["vector"]), records, now)
+                self._read_live(
+                    namespace, partition, list(scores["vector"]), records, now, kept=here
+                )
                 if not lazy
                 else _no_ids(),
             )
@@ -518,13 +520,13 @@ class Indexer:
             # live (expired, or forgotten since the index loaded) leaves the ranking, and the
             # rest is fused again: with weighted fusion no other hit's score changes.
             top = [f.id for f in fused[: request.limit]]
-            gone = await self._read_live(namespace, partition, top, records, now, found)
+            gone = await self._read_live(namespace, partition, top, records, now, found, kept=here)
             if not gone:
                 break
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         if self.reranker is not None and config.rerank_candidates:
             fused = await self._reranked(
-                namespace, partition, request.query, fused, records, now, document, found
+                namespace, partition, request.query, fused, records, now, document, found, here
             )
         ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
@@ -541,12 +543,13 @@ class Indexer:
         now: datetime,
         document: Callable[[Record], str] | None,
         found: BestHits | None = None,
+        here: bool = False,
     ) -> list[Fused]:
         """``fused`` with its best ``rerank_candidates`` re-ordered by the reranker; as it was
         if the reranker fails (logged: recall does without it)."""
         assert self.reranker is not None
         top = [f.id for f in fused[: self.config.rerank_candidates]]
-        gone = await self._read_live(namespace, partition, top, records, now, found)
+        gone = await self._read_live(namespace, partition, top, records, now, found, kept=here)
         fused = [f for f in fused if f.id not in gone]
         judged = [i for i in top if i not in gone]
         text_of = document or (lambda record: record.text)
@@ -610,16 +613,28 @@ class Indexer:
         records: dict[int, Record],
         now: datetime,
         found: BestHits | None = None,
+        *,
+        kept: bool = False,
     ) -> set[int]:
         """Read the live records among ``ids`` that ``records`` lacks into it (those the
-        searches read, from ``found``); returns the ids that are no longer live."""
+        searches read, from ``found``; if ``kept``, those a held partition keeps, which this
+        search brought in step with its log); returns the ids that are no longer live."""
+        slot = (namespace, partition)
+        held = self.held if kept else None
         if found is not None:
-            records.update(found.take(i for i in ids if i not in records))
+            taken = found.take(i for i in ids if i not in records)
+            records.update(taken)
+            if held is not None:
+                held.keep(slot, taken.values())
+        if held is not None:
+            records.update(held.records(slot, [i for i in ids if i not in records], now))
         missing = tuple(i for i in ids if i not in records)
         if not missing:
             return set()
         read = await self.backend.scan(RecordQuery(namespace, partition, ids=missing, alive_at=now))
         records.update((r.id, r) for r in read if r.id is not None)
+        if held is not None:
+            held.keep(slot, read)
         return {i for i in missing if i not in records}
 
     async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:
