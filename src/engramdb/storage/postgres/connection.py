@@ -49,11 +49,13 @@ _BEGIN = {False: "BEGIN", True: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONL
 @dataclass(frozen=True)
 class Read:
     """One statement of a ``Reads`` batch; with ``binary`` its rows come in binary (pgvector
-    values as float32 bytes)."""
+    values as float32 bytes); with ``prepare`` it is prepared on the connection at once,
+    rather than after it ran a few times there (each pooled connection prepares its own)."""
 
     sql: str
     params: Sequence[Any] | Mapping[str, Any] = ()
     binary: bool = False
+    prepare: bool = False
 
 
 class Reads:
@@ -97,7 +99,7 @@ class Reads:
         async with conn.pipeline():
             for read in batch:
                 cursor = conn.cursor(binary=read.binary)
-                await cursor.execute(read.sql, read.params)
+                await cursor.execute(read.sql, read.params, prepare=read.prepare or None)
                 cursors.append(cursor)
             if last:
                 self._done = True

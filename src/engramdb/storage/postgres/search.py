@@ -6,6 +6,7 @@ index inside the database."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -90,6 +91,18 @@ def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
     return [(int(row[0]), float(row[1])) for row in rows]
 
 
+#: The setting of a read's transaction that keeps the plan its statement was prepared with.
+_GENERIC_PLAN = Read("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+
+
+def _kept_plan(read: Read) -> list[Read]:
+    """``read`` prepared, planned once per connection for any parameters (a generic plan),
+    rather than planned afresh on each of its first runs on every pooled connection: a
+    full-text statement's planning takes longer than its run. Its plan walks each word's
+    postings whatever the words (the server itself keeps it once it has seen a few runs)."""
+    return [_GENERIC_PLAN, replace(read, prepare=True)]
+
+
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
 _EXACT_PLANS = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
@@ -147,7 +160,7 @@ class PostgresSearch:
             query, terms, rule, limit, tenant, self.scored_per_word, sets
         )
         async with self._pool.reads(context_for([scope])) as reads:
-            rows = await reads.one(Read(sql, params, binary=True))
+            rows = (await reads.run(_kept_plan(Read(sql, params, binary=True)), last=True))[-1]
         # A term whose frequency the statement cannot know makes it keep no word and find
         # nothing: only then is it asked whether that was the reason.
         if not rows and await self._some_frequency_unknown(query.namespace, scope, terms):
@@ -172,7 +185,8 @@ class PostgresSearch:
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
         sql, params = text_search(query, words, limit, tenant, self.scored_per_word, sets)
         async with self._pool.reads(context_for([query.scope])) as reads:
-            return await reads.one(Read(sql, params, binary=sets is not None))
+            read = Read(sql, params, binary=sets is not None)
+            return (await reads.run(_kept_plan(read), last=True))[-1]
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
@@ -305,7 +319,8 @@ class PostgresSearch:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
         sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
-        settings = {"hnsw.iterative_scan": "relaxed_order"}
+        # The statement's plan is made once per connection (see ``_kept_plan``).
+        settings = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "force_generic_plan"}
         if self.prefer_index:
             # Off: scanning the table, or another index and sorting its rows by distance. A
             # plan the connection kept for the same statement was made without these.
@@ -317,7 +332,7 @@ class PostgresSearch:
         )
         reads = [
             Read(f"SELECT {local}"),
-            Read(sql, [StoredVector(vector), *params], binary=sets is not None),
+            Read(sql, [StoredVector(vector), *params], binary=sets is not None, prepare=True),
         ]
         async with self._pool.reads(context_for([query.scope])) as transaction:
             return (await transaction.run(reads, last=True))[-1]
