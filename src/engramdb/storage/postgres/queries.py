@@ -294,6 +294,8 @@ _PARTITION_TERMS = "tenant_uuid = %s AND part_key = engram_partition_key(%s, %s,
 #: ``_PARTITION_TERMS``. Each word is one primary-key lookup: its lexeme is worked out first
 #: (``MATERIALIZED``), so the lookup compares the key with a plain value, which row-level
 #: security lets an index answer; otherwise every term of the partition is read and filtered.
+#: The lookup is a LATERAL subquery the planner cannot turn into a join (``LIMIT``): on a
+#: table not yet analyzed it would rather hash every term of the partition.
 PARTITION_TERM_COUNTS = f"""
     WITH w AS MATERIALIZED (
         SELECT at, phrase, cardinality(lexemes) AS lexemes, lexemes[1] AS lexeme
@@ -304,7 +306,9 @@ PARTITION_TERM_COUNTS = f"""
     SELECT w.at, CASE WHEN w.lexemes = 1
                       AND numnode(websearch_to_tsquery('{TEXT_CONFIG}', w.phrase)) = 1
                  THEN coalesce(t.docs, 0) END
-    FROM w LEFT JOIN text_terms t ON t.{_PARTITION_TERMS} AND t.lexeme = w.lexeme"""
+    FROM w LEFT JOIN LATERAL (
+        SELECT docs FROM text_terms t WHERE t.{_PARTITION_TERMS} AND t.lexeme = w.lexeme
+        LIMIT 1) AS t ON true"""
 _HEAD = f"""
         WITH {{kept}}lexemes AS (
             SELECT array_agg(DISTINCT lexeme) AS wanted
@@ -432,30 +436,36 @@ def text_search(
     )
     matches = _MATCHES.format(match="(SELECT match FROM kept)" if kept else "%s")
     first = [*([] if kept else [" ".join(words)]), query.namespace, *scope_params]
-    last = [*params, *([] if kept else [any_word(words)]), limit]
+    conditions = [*params, *([] if kept else [any_word(words)])]
     if tenant is None or not isinstance(query.scope, Scope):
         sql = f"""{head}
         hits AS (SELECT id, key, tsv FROM {table} WHERE {where} AND {matches}),
         {_bm25_tail(table, _COUNTED_DF, sets)}"""
-        return sql, [*first, *last]
+        return sql, [*first, *conditions, limit]
     partition = [tenant, query.namespace, *query.scope.columns()]
     # The kept words are one lexeme each, and a posting says its record holds its lexeme: the
     # match would only read every hit's words once more (a fifth of the statement's time).
     holds = "" if kept else f"AND r.{matches}"
     # Each word's postings, walked newest first until enough of its records pass the query's
-    # own conditions (with none beyond the partition's, those are the first ones).
+    # own conditions (with none beyond the partition's, those are the first ones). Each record
+    # is one primary-key lookup, a LATERAL subquery the planner cannot make a join of (on a
+    # table not yet analyzed it would rather walk another index for every posting).
     sql = f"""{head}
         terms AS (
-            SELECT lexeme, docs FROM text_terms, lexemes
-            WHERE {_PARTITION_TERMS} AND lexeme = ANY(lexemes.wanted)),
+            SELECT wanted.lexeme, t.docs
+            FROM lexemes, unnest(lexemes.wanted) AS wanted(lexeme) CROSS JOIN LATERAL (
+                SELECT docs FROM text_terms
+                WHERE {_PARTITION_TERMS} AND text_terms.lexeme = wanted.lexeme LIMIT 1) AS t),
         hits AS (
             SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
-                SELECT r.id, r.key, r.tsv FROM text_postings p JOIN {table} r ON r.id = p.record_id
-                WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme AND {where} {holds}
+                SELECT r.id, r.key, r.tsv FROM text_postings p CROSS JOIN LATERAL (
+                    SELECT r.id, r.key, r.tsv FROM {table} r
+                    WHERE r.id = p.record_id AND {where} {holds} LIMIT 1) AS r
+                WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme
                 ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
             ORDER BY h.id),
         {_bm25_tail(table, _bounded_df(bound), sets)}"""
-    return sql, [*first, *partition, *partition, *last]
+    return sql, [*first, *partition, *conditions, *partition, limit]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:
