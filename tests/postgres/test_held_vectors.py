@@ -13,6 +13,7 @@ import pytest
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.core.scope import Scope
+from engramdb.core.types import utc_now
 from engramdb.engine import Engine, EngineConfig
 from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.search_config import SearchConfig
@@ -196,3 +197,25 @@ async def test_a_kept_record_hidden_or_expired_elsewhere_is_not_returned(
     assert brief in await _texts(reader, "did the dentist call?", limit=10)
     await asyncio.sleep(0.5)
     assert brief not in await _texts(reader, "did the dentist call?", limit=10)
+
+
+async def test_records_read_before_a_change_was_followed_are_not_kept(
+    engines: tuple[Engine, Engine],
+) -> None:
+    writer, reader = engines
+    held = reader.indexer.held
+    assert held is not None
+    mem = writer.scope(**SCOPE).episodic
+    await mem.memorize(MemoryItem(text=NEW, role="user", id="appointment"))
+    assert (await _texts(reader, ASKED))[0] == NEW
+    slot = (EPISODIC_SPEC.namespace, Scope(tenant="acme", user="alice"))
+    (old,) = [r for r in await reader.backend.scan(EPISODES) if r.key == "appointment"]
+    assert old.id is not None
+    began = held.generation(slot)  # a search reads ``old`` ...
+    later = "The plumber comes on Friday to fix the kitchen sink."
+    await mem.memorize(MemoryItem(text=later, role="user", id="appointment"))
+    assert (await _texts(reader, "who fixes the kitchen sink?"))[0] == later
+    # ... and would keep it only now, after another search followed the change.
+    held.keep(slot, [old], began)
+    assert held.records(slot, [old.id], utc_now()) == {}
+    assert (await _texts(reader, "who fixes the kitchen sink?"))[0] == later

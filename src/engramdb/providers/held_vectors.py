@@ -43,6 +43,9 @@ class _Held:
     records: int
     loaded_at: float
     read: OrderedDict[int, Record] = field(default_factory=OrderedDict)
+    #: Counts the catch-ups that found changed records: records read before one may be older
+    #: than what it dropped, and are not kept.
+    generation: int = 0
 
 
 class HeldPartitions:
@@ -84,11 +87,18 @@ class HeldPartitions:
         kept = (held.read.get(i) for i in ids)
         return {r.id: r for r in kept if r is not None and r.id is not None and _live(r, now)}
 
-    def keep(self, slot: Slot, records: Iterable[Record]) -> None:
-        """Keep records just read of a held partition (live ones, read in step with its
-        log or after)."""
+    def generation(self, slot: Slot) -> int | None:
+        """A held partition's catch-ups that found changes so far (``None``: not held); a
+        search notes it before it reads any record, for ``keep``."""
         held = self._held.get(slot)
-        if held is None:
+        return None if held is None else held.generation
+
+    def keep(self, slot: Slot, records: Iterable[Record], generation: int | None) -> None:
+        """Keep live records of a held partition read since its ``generation`` (as
+        ``generation`` gave it when the reading began): unless a catch-up found changes
+        meanwhile, which the records may predate."""
+        held = self._held.get(slot)
+        if held is None or held.generation != generation:
             return
         for record in records:
             if record.id is not None:
@@ -122,6 +132,7 @@ class HeldPartitions:
                 return False  # a change of the whole namespace
             keys.add(key)
         if keys:
+            held.generation += 1
             for record_id, record in list(held.read.items()):
                 if record.key in keys:
                     del held.read[record_id]

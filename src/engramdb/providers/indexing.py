@@ -456,6 +456,8 @@ class Indexer:
         lazy = self._ranks_by_scores_alone(request)
         sentences = query_vector is not None and part_vectors and config.part_vectors
         here = query_vector is not None and await self._searched_here(namespace, partition, base)
+        # Records read from now on may be kept for later searches (see ``HeldPartitions``).
+        kept = self.held.generation((namespace, partition)) if here and self.held else None
         # Vectors searched here need none of the database's: its searches read records only.
         found = self._best_hits(sentences and not here, lazy)
         # Both signals at once: the vector index is searched as soon as the query vector is
@@ -486,7 +488,7 @@ class Indexer:
                 if query is not None
                 else _nothing(),
                 self._read_live(
-                    namespace, partition, list(scores["vector"]), records, now, kept=here
+                    namespace, partition, list(scores["vector"]), records, now, kept=kept
                 )
                 if not lazy
                 else _no_ids(),
@@ -520,13 +522,13 @@ class Indexer:
             # live (expired, or forgotten since the index loaded) leaves the ranking, and the
             # rest is fused again: with weighted fusion no other hit's score changes.
             top = [f.id for f in fused[: request.limit]]
-            gone = await self._read_live(namespace, partition, top, records, now, found, kept=here)
+            gone = await self._read_live(namespace, partition, top, records, now, found, kept=kept)
             if not gone:
                 break
             scores["vector"] = {i: s for i, s in scores["vector"].items() if i not in gone}
         if self.reranker is not None and config.rerank_candidates:
             fused = await self._reranked(
-                namespace, partition, request.query, fused, records, now, document, found, here
+                namespace, partition, request.query, fused, records, now, document, found, kept
             )
         ranked = [SearchHit(records[f.id], f.score, f.breakdown) for f in fused[: request.limit]]
         if config.neighbours:
@@ -543,13 +545,13 @@ class Indexer:
         now: datetime,
         document: Callable[[Record], str] | None,
         found: BestHits | None = None,
-        here: bool = False,
+        kept: int | None = None,
     ) -> list[Fused]:
         """``fused`` with its best ``rerank_candidates`` re-ordered by the reranker; as it was
         if the reranker fails (logged: recall does without it)."""
         assert self.reranker is not None
         top = [f.id for f in fused[: self.config.rerank_candidates]]
-        gone = await self._read_live(namespace, partition, top, records, now, found, kept=here)
+        gone = await self._read_live(namespace, partition, top, records, now, found, kept=kept)
         fused = [f for f in fused if f.id not in gone]
         judged = [i for i in top if i not in gone]
         text_of = document or (lambda record: record.text)
@@ -614,18 +616,19 @@ class Indexer:
         now: datetime,
         found: BestHits | None = None,
         *,
-        kept: bool = False,
+        kept: int | None = None,
     ) -> set[int]:
         """Read the live records among ``ids`` that ``records`` lacks into it (those the
-        searches read, from ``found``; if ``kept``, those a held partition keeps, which this
-        search brought in step with its log); returns the ids that are no longer live."""
+        searches read, from ``found``; given ``kept``, the generation of a held partition
+        this search brought in step with its log, those it keeps); returns the ids that are
+        no longer live."""
         slot = (namespace, partition)
-        held = self.held if kept else None
+        held = self.held if kept is not None else None
         if found is not None:
             taken = found.take(i for i in ids if i not in records)
             records.update(taken)
             if held is not None:
-                held.keep(slot, taken.values())
+                held.keep(slot, taken.values(), kept)
         if held is not None:
             records.update(held.records(slot, [i for i in ids if i not in records], now))
         missing = tuple(i for i in ids if i not in records)
@@ -634,7 +637,7 @@ class Indexer:
         read = await self.backend.scan(RecordQuery(namespace, partition, ids=missing, alive_at=now))
         records.update((r.id, r) for r in read if r.id is not None)
         if held is not None:
-            held.keep(slot, read)
+            held.keep(slot, read, kept)
         return {i for i in missing if i not in records}
 
     async def full_text_match(self, query: str, namespace: str, partition: Scope) -> str | None:
