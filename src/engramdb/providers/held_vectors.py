@@ -32,6 +32,9 @@ CHANGES_READ = 256
 #: A held partition loads afresh after this long whatever its log says: an administrator's
 #: rebuild rewrites records without appending events.
 RELOAD_AFTER_S = 300.0
+#: A partition whose log said more than ``CHANGES_READ`` changes at once is searched by the
+#: database for this long: written that fast, it would be loaded again and again.
+BUSY_FOR_S = 10.0
 #: Records of a held partition kept for ranking, the most recently read: the hits a search
 #: ranks highest are then often known without a round trip.
 RECORDS_KEPT = 1000
@@ -56,9 +59,14 @@ class HeldPartitions:
         self._search = search
         self._budget = budget
         self._held: OrderedDict[Slot, _Held] = OrderedDict()
+        #: When each partition last changed too fast to follow.
+        self._busy: dict[Slot, float] = {}
 
-    def wanted(self, size: int) -> bool:
+    def wanted(self, slot: Slot, size: int) -> bool:
         """Whether a partition of ``size`` records is searched from held vectors."""
+        busy = self._busy.get(slot)
+        if busy is not None and time.monotonic() - busy < BUSY_FOR_S:
+            return False
         return size <= min(self._search.held_vectors_up_to, self._budget)
 
     async def position(self, partition: Scope) -> int:
@@ -113,7 +121,10 @@ class HeldPartitions:
 
     async def catch_up(self, slot: Slot, index: VectorIndex, model: str) -> bool:
         """Bring ``index`` in step with what the log says changed in its partition since it
-        was last current; ``False`` when it must be loaded afresh instead."""
+        was last current; ``False`` when it must be loaded afresh instead. Catch-ups of one
+        partition may run side by side: one whose log read reached no further than another's
+        already applied leaves the index as that one left it. (Events become visible in
+        position order, so a read that reached further began after the other's log read.)"""
         held = self._held.get(slot)
         if held is None or time.monotonic() - held.loaded_at > RELOAD_AFTER_S:
             return False
@@ -123,6 +134,9 @@ class HeldPartitions:
         if not changes:
             return True
         if len(changes) >= CHANGES_READ:
+            self._busy[slot] = time.monotonic()
+            if len(self._busy) > 10_000:
+                self._busy.clear()  # a bound, not a record: forgetting costs a reload
             return False
         keys: set[str] = set()
         for _, provider, key in changes:
@@ -131,21 +145,24 @@ class HeldPartitions:
             if not key:
                 return False  # a change of the whole namespace
             keys.add(key)
+        rows = []
         if keys:
+            query = RecordQuery(namespace, partition, keys=tuple(sorted(keys)))
+            rows = await self._search.keyed_vectors(query, model)
+            # The records kept of the changed keys go, and no record read before this goes
+            # in (``keep``), whatever happens to the vectors read.
             held.generation += 1
             for record_id, record in list(held.read.items()):
                 if record.key in keys:
                     del held.read[record_id]
-            seen = index.changes
-            rows = await self._search.keyed_vectors(
-                RecordQuery(namespace, partition, keys=tuple(sorted(keys))), model
-            )
-            if index.changes != seen:
-                # A write of this process reached the index while the rows were read, which
-                # may be older than it: the same events are read again next time.
-                return True
-            index.put(rows)
-        held.position = changes[-1][0]
+        newest = changes[-1][0]
+        if newest <= held.position or self._held.get(slot) is not held:
+            return True  # followed meanwhile, up to these changes or beyond
+        # Rows read before a write this process made meanwhile (which reached the index at
+        # once) may put an older vector back: that write is after ``newest`` in the log, and
+        # the next search reads it again before it searches.
+        index.put(rows)
+        held.position = newest
         held.records = len(index)
         return True
 

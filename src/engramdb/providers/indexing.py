@@ -146,7 +146,9 @@ class Indexer:
         #: Graphs of dropped indexes, each the starting point of its partition's reload.
         self._dropped: dict[tuple[str, Scope], VectorIndex] = {}
         self.graphs = VectorGraphs.beside(backend) if self.config.save_graphs else None
-        #: On a backend that searches vectors itself, the small partitions searched here.
+        #: On a backend that searches vectors itself, the small partitions searched here, and
+        #: the lock of each one loading.
+        self._loading: dict[tuple[str, Scope], asyncio.Lock] = {}
         self.held = (
             HeldPartitions(backend.search, self.config.held_vectors)
             if isinstance(backend.search, FollowsTenantLog) and self.config.held_vectors
@@ -296,34 +298,45 @@ class Indexer:
         partition, brought in step with its tenant's log first (unless not ``follow``: this
         search did that already)."""
         assert self.embedder is not None
+        slot = (namespace, partition)
+        if self.held is not None:
+            return await self._held_index(slot, self.held, follow=follow)
         async with self._lock:
-            slot = (namespace, partition)
-            if self.held is None:
-                await self._current()
-            elif follow:
-                await self._follow(slot)
+            await self._current()
             index = self._indexes.get(slot)
             if index is None:
-                # Read before the vectors: what is committed meanwhile is after it in the log.
-                position = await self.held.position(partition) if self.held else 0
                 index, built = await self._load_index(namespace, partition)
                 self._indexes[slot] = index
-                if self.held is not None:
-                    for old in self.held.loaded(slot, position, len(index)):
-                        self._drop(old)
                 if built and self.graphs is not None:
                     # A built graph is saved at once (a patched one on close); registered
                     # first, so that writes committed while the files are written reach it.
                     await self.graphs.save(self._identity(slot), index)
             return index
 
-    async def _follow(self, slot: tuple[str, Scope]) -> None:
-        """Bring a held partition's index in step with its tenant's log, or drop it."""
+    async def _held_index(
+        self, slot: tuple[str, Scope], held: HeldPartitions, *, follow: bool
+    ) -> VectorIndex:
+        """``vector_index`` of a held partition. Searches follow the log side by side (each
+        read waits for this process's queued writes of the tenant), and a partition loads
+        under a lock of its own: no search waits for another partition's load."""
         index = self._indexes.get(slot)
-        if index is None or self.held is None:
-            return
-        if not await self.held.catch_up(slot, index, self.model):
+        if index is not None and follow and not await held.catch_up(slot, index, self.model):
             self._drop(slot)
+        index = self._indexes.get(slot)
+        if index is not None:
+            return index
+        lock = self._loading.setdefault(slot, asyncio.Lock())
+        async with lock:
+            index = self._indexes.get(slot)
+            if index is None:
+                # Read before the vectors: what is committed meanwhile is after it in the log.
+                position = await held.position(slot[1])
+                index, _ = await self._load_index(*slot)
+                self._indexes[slot] = index
+                for old in held.loaded(slot, position, len(index)):
+                    self._drop(old)
+            self._loading.pop(slot, None)
+        return index
 
     def _identity(self, slot: tuple[str, Scope]) -> dict[str, Any]:
         assert self.embedder is not None
@@ -733,10 +746,11 @@ class Indexer:
         search of a partition small enough to hold (``HeldPartitions``)."""
         if not isinstance(self.backend.search, NativeVectorSearch):
             return True
-        if self.held is None or _filtered(base):
-            return False
         slot = (namespace, partition)
-        return slot in self._indexes or self.held.wanted(await self._size(slot))
+        if self.held is None or _filtered(base) or slot in self._loading:
+            # Nor while another search loads it: the database answers meanwhile.
+            return False
+        return slot in self._indexes or self.held.wanted(slot, await self._size(slot))
 
     def _best_hits(self, sentences: bool, lazy: bool) -> BestHits | None:
         """What the searches should read of their best hits for ranking (every hit's record
