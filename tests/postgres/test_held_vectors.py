@@ -219,3 +219,12 @@ async def test_records_read_before_a_change_was_followed_are_not_kept(
     held.keep(slot, [old], began)
     assert held.records(slot, [old.id], utc_now()) == {}
     assert (await _texts(reader, "who fixes the kitchen sink?"))[0] == later
+
+
+async def test_many_searches_at_once_find_the_same(engines: tuple[Engine, Engine]) -> None:
+    writer, reader = engines
+    await _texts(reader, ASKED)
+    await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
+    # Beyond a few at once, the database answers: every one finds the write all the same.
+    found = await asyncio.gather(*(_texts(reader, ASKED) for _ in range(12)))
+    assert all(texts[0] == NEW for texts in found)

@@ -35,6 +35,10 @@ RELOAD_AFTER_S = 300.0
 #: A partition whose log said more than ``CHANGES_READ`` changes at once is searched by the
 #: database for this long: written that fast, it would be loaded again and again.
 BUSY_FOR_S = 10.0
+#: More searches than this at once in one process are answered by the database: each held
+#: search reads the log before it searches, and that read waits for the tenant's writes this
+#: process has queued, while the database's own searches run side by side.
+HELD_SEARCHES_AT_ONCE = 4
 #: Records of a held partition kept for ranking, the most recently read: the hits a search
 #: ranks highest are then often known without a round trip.
 RECORDS_KEPT = 1000

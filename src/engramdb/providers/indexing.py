@@ -39,7 +39,7 @@ from engramdb.index.search_config import SearchConfig
 from engramdb.index.temporal import strip_time_expressions
 from engramdb.index.vector_index import VectorIndex, best_of_blocks
 from engramdb.providers.deferred_parts import DeferredParts
-from engramdb.providers.held_vectors import HeldPartitions
+from engramdb.providers.held_vectors import HELD_SEARCHES_AT_ONCE, HeldPartitions
 from engramdb.providers.pending_vectors import PendingVectors
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.providers.vector_graphs import VectorGraphs
@@ -149,6 +149,8 @@ class Indexer:
         #: On a backend that searches vectors itself, the small partitions searched here, and
         #: the lock of each one loading.
         self._loading: dict[tuple[str, Scope], asyncio.Lock] = {}
+        #: Searches under way (held partitions are searched here only when few are).
+        self._searching = 0
         self.held = (
             HeldPartitions(backend.search, self.config.held_vectors)
             if isinstance(backend.search, FollowsTenantLog) and self.config.held_vectors
@@ -450,6 +452,29 @@ class Indexer:
         With a reranker, the best ``rerank_candidates`` are re-ordered by it, each shown to it
         as ``document(record)`` (default: the record's full-text key).
         """
+        self._searching += 1
+        try:
+            return await self._search(
+                namespace,
+                partition,
+                request,
+                use_vectors=use_vectors,
+                part_vectors=part_vectors,
+                document=document,
+            )
+        finally:
+            self._searching -= 1
+
+    async def _search(
+        self,
+        namespace: str,
+        partition: Scope,
+        request: SearchRequest,
+        *,
+        use_vectors: bool,
+        part_vectors: bool,
+        document: Callable[[Record], str] | None,
+    ) -> list[SearchHit]:
         config = self.config
         now = utc_now()
         base = RecordQuery(
@@ -747,8 +772,10 @@ class Indexer:
         if not isinstance(self.backend.search, NativeVectorSearch):
             return True
         slot = (namespace, partition)
-        if self.held is None or _filtered(base) or slot in self._loading:
-            # Nor while another search loads it: the database answers meanwhile.
+        busy = self._searching > HELD_SEARCHES_AT_ONCE
+        if self.held is None or _filtered(base) or slot in self._loading or busy:
+            # Nor while another search loads it, nor among many searches at once: the
+            # database answers them.
             return False
         return slot in self._indexes or self.held.wanted(slot, await self._size(slot))
 
