@@ -56,6 +56,21 @@ _ITEM_FIELDS = ("text", "role", "speaker", "kind", "tags", "importance", "key", 
 _VALIDITY = ("valid_from", "valid_to")
 
 
+def require_prompt(prompt: object) -> str:
+    """``prompt``, if it is text to remember by: a non-empty string the model can read (a
+    lone surrogate is no text, and would fail deep in the tokenizer)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValidationError("remember needs a non-empty prompt")
+    if not prompt.isascii():
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(
+                "remember's prompt holds a lone surrogate, which is no text", field="prompt"
+            ) from None
+    return prompt
+
+
 @runtime_checkable
 class MemoryPlugin(Protocol):
     """The intent interface of a memory type."""
@@ -276,8 +291,7 @@ class StoredMemoryType(ABC):
     ) -> list[MemoryItem]:
         """Hybrid search hits for ``prompt``: ``limit`` of them, or ``candidates`` when more,
         for a type that ranks them again."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValidationError("remember needs a non-empty prompt")
+        require_prompt(prompt)
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000", limit=limit)
         wanted = max(limit, candidates)

@@ -18,10 +18,16 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar
 
-from engramdb.core.errors import InvalidPatternError, ValidationError
+from engramdb.core.errors import InvalidPatternError
 from engramdb.core.intent import MemorizeResult, MemoryItem
 from engramdb.core.patterns import compile_pattern, pattern_search
-from engramdb.orchestrator.plugin import StoredMemoryType, importance, record_item, require_item
+from engramdb.orchestrator.plugin import (
+    StoredMemoryType,
+    importance,
+    record_item,
+    require_item,
+    require_prompt,
+)
 from engramdb.providers.projection import ProjectionSpec
 from engramdb.storage.records import Record
 
@@ -101,8 +107,7 @@ class ProceduralMemory(StoredMemoryType):
     ) -> list[MemoryItem]:
         """Rules whose trigger fires first (score 1.0), then rules close in meaning;
         redacted unless ``raw``."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValidationError("remember needs a non-empty prompt")
+        require_prompt(prompt)
         present = set(re.findall(r"\w+", prompt.lower()))
         fired: list[Record] = [
             r
