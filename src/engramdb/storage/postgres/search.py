@@ -36,7 +36,7 @@ from engramdb.storage.postgres.queries import (
     word_phrase,
 )
 from engramdb.storage.postgres.schema import RECORD_TABLES, TEXT_CONFIG, table_for
-from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, context_for, tenant_uuid
+from engramdb.storage.postgres.tenancy import ADMIN, NOBODY, Context, context_for, tenant_uuid
 from engramdb.storage.postgres.vectors import StoredVector
 from engramdb.storage.postgres.word_pruning import prunable, pruned_text_search
 from engramdb.storage.records import Record, RecordQuery
@@ -95,12 +95,14 @@ def _best_hits(rows: list[Any], found: BestHits) -> list[tuple[int, float]]:
 _GENERIC_PLAN = Read("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
 
 
-def _kept_plan(read: Read) -> list[Read]:
-    """``read`` prepared, planned once per connection for any parameters (a generic plan),
-    rather than planned afresh on each of its first runs on every pooled connection: a
-    full-text statement's planning takes longer than its run. Its plan walks each word's
-    postings whatever the words (the server itself keeps it once it has seen a few runs)."""
-    return [_GENERIC_PLAN, replace(read, prepare=True)]
+async def _with_kept_plan(pool: PostgresPool, context: Context, read: Read) -> list[Any]:
+    """The rows of ``read``, prepared and planned once per connection for any parameters (a
+    generic plan), rather than planned afresh on each of its first runs on every pooled
+    connection: a full-text statement's planning takes longer than its run. Its plan walks
+    each word's postings whatever the words (the server itself keeps it once it has seen a
+    few runs)."""
+    async with pool.reads(context) as reads:
+        return (await reads.run([_GENERIC_PLAN, replace(read, prepare=True)], last=True))[-1]
 
 
 #: The planner settings that, turned off, leave a nearest-vector query only the HNSW index.
@@ -159,8 +161,8 @@ class PostgresSearch:
         sql, params = pruned_text_search(
             query, terms, rule, limit, tenant, self.scored_per_word, sets
         )
-        async with self._pool.reads(context_for([scope])) as reads:
-            rows = (await reads.run(_kept_plan(Read(sql, params, binary=True)), last=True))[-1]
+        read = Read(sql, params, binary=True)
+        rows = await _with_kept_plan(self._pool, context_for([scope]), read)
         # A term whose frequency the statement cannot know makes it keep no word and find
         # nothing: only then is it asked whether that was the reason.
         if not rows and await self._some_frequency_unknown(query.namespace, scope, terms):
@@ -184,9 +186,8 @@ class PostgresSearch:
         # One partition's query is bounded by its words' postings (see ``text_search``).
         tenant = tenant_uuid(query.scope.tenant) if isinstance(query.scope, Scope) else None
         sql, params = text_search(query, words, limit, tenant, self.scored_per_word, sets)
-        async with self._pool.reads(context_for([query.scope])) as reads:
-            read = Read(sql, params, binary=sets is not None)
-            return (await reads.run(_kept_plan(read), last=True))[-1]
+        read = Read(sql, params, binary=sets is not None)
+        return await _with_kept_plan(self._pool, context_for([query.scope]), read)
 
     async def text_ids(self, query: RecordQuery, match: str, limit: int) -> list[tuple[int, float]]:
         """``text``'s hits as record ids with their scores (the final page is joined to its
@@ -319,7 +320,7 @@ class PostgresSearch:
         exact = 0 if self.prefer_index else self.exact_nearest_up_to
         sql, params = nearest_select(query, model, len(vector) // 4, limit, exact, sets)
         # pgvector 0.8: keep scanning the graph until enough rows pass the partition filter.
-        # The statement's plan is made once per connection (see ``_kept_plan``).
+        # The statement's plan is made once per connection (see ``_with_kept_plan``).
         settings = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "force_generic_plan"}
         if self.prefer_index:
             # Off: scanning the table, or another index and sorting its rows by distance. A
