@@ -368,11 +368,14 @@ class VectorSets:
         )
 
 
-def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
+def _bm25_tail(
+    table: str, df: str, sets: VectorSets | None = None, *, counted: bool = False
+) -> str:
     """The CTEs of a full-text statement after ``lexemes``, ``stats`` and ``hits``: the query
     lexemes' term frequencies in the hits, their document frequencies (``df``: (lexeme, n)
     rows over ``tf``) and the best scores, joined to their records (with ``sets``, as
-    ``VectorSets`` says)."""
+    ``VectorSets`` says). With ``counted``, the statement has ``walked`` and ``beyond``
+    instead of ``hits``: the postings' own counts (migration 0019) of the hits' words."""
     if sets is None:
         final = f"""SELECT {record_select_list()}, scores.score
         FROM scores JOIN {table} r ON r.id = scores.id ORDER BY scores.score DESC, r.key"""
@@ -384,12 +387,18 @@ def _bm25_tail(table: str, df: str, sets: VectorSets | None = None) -> str:
     # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
     # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
     # Records are joined for the final page only.
-    return f"""
+    tf = """
         tf AS (
             SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
                    length(hits.tsv)::float8 AS dl
             FROM hits, lexemes,
-                 unnest(ts_filter(setweight(hits.tsv, 'A', lexemes.wanted), '{{a}}')) AS t),
+                 unnest(ts_filter(setweight(hits.tsv, 'A', lexemes.wanted), '{a}')) AS t),"""
+    if counted:
+        tf = """
+        tf AS (
+            SELECT id, key, lexeme, tf::float8 AS tf, dl::float8 AS dl FROM walked
+            UNION ALL SELECT id, key, lexeme, tf::float8, dl::float8 FROM beyond),"""
+    return f"""{tf}
         df AS ({df}),
         scores AS (
             SELECT tf.id, tf.key, sum(
@@ -443,29 +452,51 @@ def text_search(
         {_bm25_tail(table, _COUNTED_DF, sets)}"""
         return sql, [*first, *conditions, limit]
     partition = [tenant, query.namespace, *query.scope.columns()]
-    # The kept words are one lexeme each, and a posting says its record holds its lexeme: the
-    # match would only read every hit's words once more (a fifth of the statement's time).
-    holds = "" if kept else f"AND r.{matches}"
-    # Each word's postings, walked newest first until enough of its records pass the query's
-    # own conditions (with none beyond the partition's, those are the first ones). Each record
-    # is one primary-key lookup, a LATERAL subquery the planner cannot make a join of (on a
-    # table not yet analyzed it would rather walk another index for every posting).
-    sql = f"""{head}
+    terms = f"""
         terms AS (
             SELECT wanted.lexeme, t.docs
             FROM lexemes, unnest(lexemes.wanted) AS wanted(lexeme) CROSS JOIN LATERAL (
                 SELECT docs FROM text_terms
-                WHERE {_PARTITION_TERMS} AND text_terms.lexeme = wanted.lexeme LIMIT 1) AS t),
-        hits AS (
-            SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM terms CROSS JOIN LATERAL (
-                SELECT r.id, r.key, r.tsv FROM text_postings p CROSS JOIN LATERAL (
+                WHERE {_PARTITION_TERMS} AND text_terms.lexeme = wanted.lexeme LIMIT 1) AS t),"""
+
+    # Each word's postings, walked newest first until enough of its records pass the query's
+    # own conditions (with none beyond the partition's, those are the first ones). Each record
+    # is one primary-key lookup, a LATERAL subquery the planner cannot make a join of (on a
+    # table not yet analyzed it would rather walk another index for every posting).
+    def walk(read: str, holds: str = "") -> str:
+        return f"""terms CROSS JOIN LATERAL (
+                SELECT r.id, r.key, {read} FROM text_postings p CROSS JOIN LATERAL (
                     SELECT r.id, r.key, r.tsv FROM {table} r
                     WHERE r.id = p.record_id AND {where} {holds} LIMIT 1) AS r
                 WHERE p.{_PARTITION_TERMS} AND p.lexeme = terms.lexeme
-                ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h
+                ORDER BY p.record_id DESC LIMIT {int(bound)}) AS h"""
+
+    if not kept:
+        sql = f"""{head}{terms}
+        hits AS (
+            SELECT DISTINCT ON (h.id) h.id, h.key, h.tsv FROM {walk("r.tsv", f"AND r.{matches}")}
             ORDER BY h.id),
         {_bm25_tail(table, _bounded_df(bound), sets)}"""
-    return sql, [*first, *partition, *conditions, *partition, limit]
+        return sql, [*first, *partition, *conditions, *partition, limit]
+    # The kept words are one lexeme each, and a posting says its record holds its lexeme and
+    # how often: a hit is scored from the postings walked, without reading its words. A word
+    # with more records than were walked also counts in the older hits found by other words:
+    # those postings are looked up one by one.
+    sql = f"""{head}{terms}
+        walked AS MATERIALIZED (
+            SELECT h.id, h.key, terms.lexeme, terms.docs, h.tf, h.dl
+            FROM {walk("p.tf, p.dl")}),
+        beyond AS (
+            SELECT hits.id, hits.key, common.lexeme, p.tf, p.dl
+            FROM (SELECT DISTINCT id, key FROM walked) AS hits
+            JOIN (SELECT lexeme, min(id) AS oldest FROM walked WHERE docs > {int(bound)}
+                  GROUP BY lexeme) AS common ON hits.id < common.oldest
+            CROSS JOIN LATERAL (
+                SELECT p.tf, p.dl FROM text_postings p
+                WHERE p.{_PARTITION_TERMS} AND p.lexeme = common.lexeme
+                  AND p.record_id = hits.id LIMIT 1) AS p),
+        {_bm25_tail(table, _bounded_df(bound), sets, counted=True)}"""
+    return sql, [*first, *partition, *conditions, *partition, *partition, limit]
 
 
 def vector_select(query: RecordQuery, model: str) -> tuple[str, list[Any]]:

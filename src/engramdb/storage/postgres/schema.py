@@ -21,6 +21,7 @@ from engramdb.storage.migrations import Migration
 from engramdb.storage.postgres.text_terms import (
     MOVED,
     TEXT_INDEX_LOOKUPS,
+    posting_counts_schema,
     statement_triggers,
     text_index_schema,
     text_terms_schema,
@@ -512,4 +513,6 @@ MIGRATIONS: tuple[Migration, ...] = (
             "DROP INDEX events_by_tenant",
         ),
     ),
+    # A full-text hit is scored from the postings that found it, not its record's words.
+    Migration("0019_posting_counts", posting_counts_schema(RECORD_TABLES, _stats_add, _stats_take)),
 )
