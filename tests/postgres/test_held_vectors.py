@@ -6,7 +6,6 @@ tenant's event log, or by loading afresh when the log says more than it can foll
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -229,41 +228,3 @@ async def test_many_searches_at_once_find_the_same(engines: tuple[Engine, Engine
     # Beyond a few at once, the database answers: every one finds the write all the same.
     found = await asyncio.gather(*(_texts(reader, ASKED) for _ in range(12)))
     assert all(texts[0] == NEW for texts in found)
-
-
-async def test_the_vector_hits_records_are_read_while_the_full_text_search_is_out(
-    engines: tuple[Engine, Engine], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    writer, _ = engines
-    search, backend = writer.backend.search, writer.backend
-    assert isinstance(search, PostgresSearch)
-    await _texts(writer, ASKED)  # loads the partition (this search keeps no record)
-    assert _held(writer) is not None
-    order: list[str] = []
-    read = asyncio.Event()
-    scan = backend.scan
-
-    async def scanned(query: RecordQuery) -> object:
-        records = await scan(query)
-        if query.ids:
-            order.append("records")
-            read.set()
-        return records
-
-    def held_back(name: str) -> None:
-        answer = getattr(search, name)
-
-        async def slow(*args: object) -> object:
-            # Answers once the records are read, or after a while (no deadlock either way).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(read.wait(), timeout=2.0)
-            order.append("text")
-            return await answer(*args)
-
-        monkeypatch.setattr(search, name, slow)
-
-    monkeypatch.setattr(backend, "scan", scanned)
-    for name in ("text_pruned", "text_best"):
-        held_back(name)
-    assert len(await _texts(writer, "the piano lessons at the music school")) == 3
-    assert order[:2] == ["records", "text"]

@@ -15,11 +15,10 @@ nothing.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -500,33 +499,15 @@ class Indexer:
         # Vectors searched here need none of the database's: its searches read records only.
         found = self._best_hits(sentences and not here, lazy)
         # Both signals at once: the vector index is searched as soon as the query vector is
-        # ready, while the database may still be busy with the full-text query. Searched
-        # here, the vector hits are known long before that answers: the records ranking will
-        # need of them are read meanwhile.
-        ahead = _ReadAhead(request.limit if lazy else None)
-        vector_side: Awaitable[dict[int, float] | None]
-        if query_vector is None:
-            vector_side = _nothing()
-        elif kept is not None:
-            vector_side = self._vector_scores_reading_ahead(
-                namespace, partition, base, query_vector, ahead, records, now, kept
-            )
-        else:
-            vector_side = self._vector_scores(
-                namespace, partition, base, query_vector, found, here=here
-            )
-        try:
-            text, vector = await asyncio.gather(
-                self._text_scores(request.query, partition, base, records, lazy=lazy, found=found)
-                if config.mode != "vector"
-                else _nothing(),
-                vector_side,
-            )
-            gone = await ahead.done()
-        finally:
-            ahead.cancel()
-        if vector is not None and gone:
-            vector = {i: s for i, s in vector.items() if i not in gone}
+        # ready, while SQLite may still be busy with the full-text query.
+        text, vector = await asyncio.gather(
+            self._text_scores(request.query, partition, base, records, lazy=lazy, found=found)
+            if config.mode != "vector"
+            else _nothing(),
+            self._vector_scores(namespace, partition, base, query_vector, found, here=here)
+            if query_vector is not None
+            else _nothing(),
+        )
         if found is not None and not lazy:
             records.update(found.take(list(found.rows)))
         if text is not None:
@@ -784,25 +765,6 @@ class Indexer:
             return None
         return {i: s for i, s in hits if s >= self.config.min_similarity}
 
-    async def _vector_scores_reading_ahead(
-        self,
-        namespace: str,
-        partition: Scope,
-        base: RecordQuery,
-        query_vector: asyncio.Future[FloatArray],
-        ahead: _ReadAhead,
-        records: dict[int, Record],
-        now: datetime,
-        kept: int,
-    ) -> dict[int, float] | None:
-        """``_vector_scores`` of a held partition, whose best hits' records (``ahead``) are then
-        read into ``records`` while the rest of the search goes on."""
-        scores = await self._vector_scores(namespace, partition, base, query_vector, here=True)
-        if scores:
-            best = ahead.chosen(scores)
-            ahead.start(self._read_live(namespace, partition, best, records, now, kept=kept))
-        return scores
-
     async def _searched_here(self, namespace: str, partition: Scope, base: RecordQuery) -> bool:
         """Whether a search's nearest vectors come from an index this process holds: always
         on a backend without a vector search of its own; on one with it, for an unfiltered
@@ -1022,34 +984,6 @@ def _split(blobs: list[bytes], count: int, texts: list[list[str]]) -> Embedded:
         sets.append(b"".join(blobs[start : start + len(each)]) if each else None)
         start += len(each)
     return blobs[:count], sets
-
-
-class _ReadAhead:
-    """The records of a search's best vector hits, read while its full-text search is out:
-    every hit's, or the ``best`` by vector score (the ranking then reads only those that make
-    its cut, and most that do are among them)."""
-
-    def __init__(self, best: int | None) -> None:
-        self._best = best
-        self._reading: asyncio.Task[set[int]] | None = None
-
-    def chosen(self, scores: dict[int, float]) -> list[int]:
-        """The ids of ``scores`` whose records are read ahead."""
-        if self._best is None:
-            return list(scores)
-        return heapq.nlargest(self._best, scores, key=scores.__getitem__)
-
-    def start(self, read: Coroutine[Any, Any, set[int]]) -> None:
-        self._reading = asyncio.ensure_future(read)
-
-    async def done(self) -> set[int]:
-        """The ids the read found no longer live (none before it started)."""
-        return await self._reading if self._reading is not None else set()
-
-    def cancel(self) -> None:
-        """Stop a read the search no longer waits for (it failed meanwhile)."""
-        if self._reading is not None and not self._reading.done():
-            self._reading.cancel()
 
 
 async def _no_ids() -> set[int]:
