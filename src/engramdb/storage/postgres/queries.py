@@ -433,7 +433,8 @@ def text_search(
     With ``sets``, each row ends with the vector set columns of ``VectorSets``. With
     ``kept`` (common table expressions ending in ``kept``, of one row: the ``words`` to
     score and their ``match`` expression; see ``word_pruning``), the words are those, not
-    ``words``, and its parameters come first.
+    ``words``, and its parameters come first; with ``tenant`` too, the hits are scored from
+    their postings' counts (migration 0019), not from their ``tsvector``s.
     """
     where, params = record_where(query)
     scope_sql, scope_params = scope_clauses(None if query.scope is None else as_filter(query.scope))
