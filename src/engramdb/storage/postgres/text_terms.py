@@ -68,19 +68,23 @@ def _take(rows: str) -> tuple[str, str]:
     )
 
 
-#: A posting's counts (migration 0019): how often its record holds its word, and how many
-#: distinct words the record holds; ``_add_once(rows, counts=True)`` writes them.
-POSTING_COUNTS = "cardinality(word.positions) AS tf, length(tsv) AS dl"
+#: A record's count of distinct words, taken once per record in a subquery (taken per word,
+#: each would read the record's whole ``tsvector`` again).
+WORD_COUNT = "length(tsv) AS dl"
+#: A posting's counts (migration 0019), of a row of a record (with its ``WORD_COUNT``) and one
+#: of its ``word``s: how often the record holds the word, and how many words the record holds.
+POSTING_COUNTS = "cardinality(word.positions) AS tf, dl"
 
 
 def _add_once(rows: str, *, counts: bool = False) -> str:
     """:func:`_add` in one statement: each record's partition key is computed once, not once
     per word, and its words are listed once for both tables (a fifth less of a write's
     server time). With ``counts``, each posting also gets ``POSTING_COUNTS``."""
-    keyed = f"(SELECT *, {PART_KEY} AS part_key FROM {rows} OFFSET 0) AS keyed"
+    counted = f", {WORD_COUNT}" if counts else ""
+    keyed = f"(SELECT *, {PART_KEY} AS part_key{counted} FROM {rows} OFFSET 0) AS keyed"
     words = "unnest(tsv) AS word" if counts else "unnest(tsvector_to_array(tsv)) AS lexeme"
-    counted = f", {POSTING_COUNTS}" if counts else ""
-    listed = f"{'word.' if counts else ''}lexeme, id AS record_id, user_uuid{counted}"
+    listed = f"{'word.' if counts else ''}lexeme, id AS record_id, user_uuid"
+    listed += f", {POSTING_COUNTS}" if counts else ""
     posted = f"{_TERM_KEY}, record_id, user_uuid{', tf, dl' if counts else ''}"
     return f"""WITH p AS MATERIALIZED (
             SELECT tenant_uuid, part_key, {listed} FROM {keyed}, {words}),
@@ -188,7 +192,8 @@ def posting_counts_schema(
         *(
             f"""UPDATE text_postings AS p SET tf = counted.tf, dl = counted.dl
             FROM (SELECT tenant_uuid, {PART_KEY} AS part_key, id, word.lexeme, {POSTING_COUNTS}
-                  FROM {table}, unnest(tsv) AS word) AS counted
+                  FROM (SELECT *, {WORD_COUNT} FROM {table} OFFSET 0) AS r, unnest(tsv) AS word
+                 ) AS counted
             WHERE p.tenant_uuid = counted.tenant_uuid AND p.part_key = counted.part_key
               AND p.lexeme = counted.lexeme AND p.record_id = counted.id"""
             for table in tables
