@@ -384,9 +384,9 @@ def _bm25_tail(
         final = f"""SELECT {sets.columns("scores", "scores.score")}
         FROM (SELECT *, {sets.ranked("score DESC, id")} FROM scores) AS scores
         {sets.of("scores", table)} ORDER BY scores.score DESC, scores.key"""
-    # Term frequencies: weight the query's lexemes 'A' and keep only those (far cheaper than
-    # unnesting every lexeme of every hit); documents' own lexemes all carry weight 'D'.
-    # Records are joined for the final page only.
+    # Term frequencies (unless the postings counted them): weight the query's lexemes 'A' and
+    # keep only those (far cheaper than unnesting every lexeme of every hit); documents' own
+    # lexemes all carry weight 'D'. Records are joined for the final page only.
     tf = """
         tf AS (
             SELECT hits.id, hits.key, t.lexeme, cardinality(t.positions)::float8 AS tf,
