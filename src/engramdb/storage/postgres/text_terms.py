@@ -182,8 +182,8 @@ def posting_counts_schema(
 ) -> tuple[str, ...]:
     """Migration 0019: each posting keeps ``POSTING_COUNTS``, so that a full-text query
     scores a hit from the postings it walked instead of reading the record's whole
-    ``tsvector`` (a third of the query's server time). The postings stored so far get theirs
-    from their records; the trigger function writes them from now on."""
+    ``tsvector`` (over a quarter of the query's server time). The postings stored so far get
+    theirs from their records; the trigger function writes them from now on."""
     both = ("text_postings", *tables)
     return (
         "ALTER TABLE text_postings ADD COLUMN tf integer, ADD COLUMN dl integer",
