@@ -191,9 +191,9 @@ def posting_counts_schema(
         *(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in both),
         *(
             f"""UPDATE text_postings AS p SET tf = counted.tf, dl = counted.dl
-            FROM (SELECT tenant_uuid, {PART_KEY} AS part_key, id, word.lexeme, {POSTING_COUNTS}
-                  FROM (SELECT *, {WORD_COUNT} FROM {table} OFFSET 0) AS r, unnest(tsv) AS word
-                 ) AS counted
+            FROM (SELECT tenant_uuid, part_key, id, word.lexeme, {POSTING_COUNTS}
+                  FROM (SELECT *, {PART_KEY} AS part_key, {WORD_COUNT} FROM {table} OFFSET 0)
+                       AS r, unnest(tsv) AS word) AS counted
             WHERE p.tenant_uuid = counted.tenant_uuid AND p.part_key = counted.part_key
               AND p.lexeme = counted.lexeme AND p.record_id = counted.id"""
             for table in tables
