@@ -28,6 +28,7 @@ from cachetools import TTLCache
 
 from engramdb.core.errors import EmbedderUnavailableError, RerankError
 from engramdb.core.events import EventEnvelope, MemoryIndexed, TraceContext
+from engramdb.core.futures import mapped
 from engramdb.core.retry import patience
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
@@ -257,18 +258,14 @@ class Indexer:
         everything, texts = _texts_to_embed(spec, records, parts)
         foreseen = self._foreseen.pop(everything[0], None) if len(everything) == 1 else None
         started = foreseen if foreseen is not None else start_embedding(self.embedder, everything)
-        return asyncio.ensure_future(self._written_vectors(started, len(records), texts))
 
-    async def _written_vectors(
-        self, started: asyncio.Future[FloatArray], count: int, texts: list[list[str]]
-    ) -> Embedded:
-        try:
-            matrix = await started
-        except EmbedderUnavailableError as exc:
-            _log.warning("storing without vectors for now: %s", exc.message)
-            return None
-        self.pending.model_is_back()
-        return _split([vector_bytes(row) for row in matrix], count, texts)
+        def split(matrix: FloatArray) -> Embedded:
+            self.pending.model_is_back()
+            return _split([vector_bytes(row) for row in matrix], len(records), texts)
+
+        written = mapped(started, split, failure=_unavailable)
+        written.add_done_callback(lambda done: started.cancel() if done.cancelled() else None)
+        return written
 
     def written(
         self,
@@ -973,6 +970,15 @@ def _texts_to_embed(
     and each record's part texts (none unless ``parts``)."""
     texts = [spec.record_embed_parts(r) if parts else [] for r in records]
     return [spec.record_embed_text(r) for r in records] + [t for each in texts for t in each], texts
+
+
+def _unavailable(exc: BaseException) -> Embedded:
+    """A write's vectors when the model failed: none now if it is unavailable (the records are
+    embedded later), else the failure."""
+    if not isinstance(exc, EmbedderUnavailableError):
+        raise exc
+    _log.warning("storing without vectors for now: %s", exc.message)
+    return None
 
 
 def _split(blobs: list[bytes], count: int, texts: list[list[str]]) -> Embedded:

@@ -87,55 +87,70 @@ async def write_record_first(
         embedding.cancel()
         raise
     stored = result.stored[: len(records)]
+    # Everything but the vectors is made ready while the model still runs: once they are in,
+    # the write returns after a few steps.
+    after = _After(provider, queue, stored, envelopes, markers, trace)
+    entries = [record_entry(r) for r in stored]
     try:
         embedded = await asyncio.shield(embedding)
     except asyncio.CancelledError:
         # The records are committed: their vectors are still stored once computed.
-        embedding.add_done_callback(
-            lambda done: _finish(provider, queue, stored, envelopes, markers, trace, _got(done))
-        )
+        embedding.add_done_callback(lambda done: after.finish(_got(done)))
         raise
     except EngramError as exc:
         embedded = _unembedded(exc)
-    _finish(provider, queue, stored, envelopes, markers, trace, embedded)
-    return [record_entry(r) for r in stored]
+    after.finish(embedded)
+    return entries
 
 
-def _finish(
-    provider: EventSourcedProvider,
-    queue: QueuedVectorWrites,
-    stored: Sequence[Record],
-    envelopes: Sequence[EventEnvelope],
-    markers: Sequence[tuple[int, str]],
-    trace: TraceContext,
-    embedded: Embedded,
-) -> None:
-    """After the commit: the vectors into the loaded index and queued for storing, the parts
-    queued after them, the companion told."""
-    indexer, spec = provider.indexer, provider.spec
-    vectors = embedded[0] if embedded else None
-    indexer.committed(provider.provider_id, provider.partition, stored, vectors)
-    indexer.written(spec, stored, embedded)
-    if vectors:
-        indexed = [
+class _After:
+    """What follows a ``write_record_first`` commit, prepared before its vectors are in: the
+    vectors into the loaded index and queued for storing with their ``memory.indexed``
+    events, the parts queued after them, the companion told."""
+
+    def __init__(
+        self,
+        provider: EventSourcedProvider,
+        queue: QueuedVectorWrites,
+        stored: Sequence[Record],
+        envelopes: Sequence[EventEnvelope],
+        markers: Sequence[tuple[int, str]],
+        trace: TraceContext,
+    ) -> None:
+        self.provider, self.queue, self.stored, self.markers = provider, queue, stored, markers
+        indexer = provider.indexer
+        self.indexed = [
             indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
             for r, written in zip(stored, envelopes, strict=True)
         ]
-        kept = [
-            (r.id, v, r.version) for r, v in zip(stored, vectors, strict=True) if r.id is not None
-        ]
-        pairs = [(record_id, vector) for record_id, vector, _ in kept]
-        versions = [version for _, _, version in kept]
-        try:
-            queue.queue_vectors(indexer.model, pairs, indexed, versions).add_done_callback(
-                _unstored
+
+    def finish(self, embedded: Embedded) -> None:
+        provider, stored = self.provider, self.stored
+        indexer = provider.indexer
+        vectors = embedded[0] if embedded else None
+        indexer.committed(provider.provider_id, provider.partition, stored, vectors)
+        indexer.written(provider.spec, stored, embedded)
+        if vectors:
+            kept = [
+                (r.id, v, r.version, event)
+                for r, v, event in zip(stored, vectors, self.indexed, strict=True)
+                if r.id is not None
+            ]
+            try:
+                self.queue.queue_vectors(
+                    indexer.model,
+                    [(record_id, vector) for record_id, vector, _, _ in kept],
+                    [event for _, _, _, event in kept],
+                    [version for _, _, version, _ in kept],
+                ).add_done_callback(_unstored)
+            except EngramError as exc:  # closed meanwhile
+                _log.warning("vectors left for the next start to compute: %s", exc.message)
+            # Queued after the vectors: their computation reads the stored whole-text vectors.
+            indexer.deferred.committed(
+                provider.spec, provider.partition, stored, self.markers, provider.scope
             )
-        except EngramError as exc:  # closed meanwhile
-            _log.warning("vectors left for the next start to compute: %s", exc.message)
-        # Queued after the vectors: their computation reads the stored whole-text vectors.
-        indexer.deferred.committed(spec, provider.partition, stored, markers, provider.scope)
-    if provider.companion is not None:
-        provider.companion.committed(provider, stored)
+        if provider.companion is not None:
+            provider.companion.committed(provider, stored)
 
 
 def _got(done: asyncio.Future[Embedded]) -> Embedded:
