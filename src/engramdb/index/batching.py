@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engramdb.core.errors import InvalidValueError
+from engramdb.core.futures import mapped
 from engramdb.index.embedder import (
     Embedder,
     FloatArray,
@@ -145,27 +146,15 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
             wanted = check_texts(texts)
         except InvalidValueError as exc:
             return failed(exc)
-        mine: asyncio.Future[FloatArray] = asyncio.get_running_loop().create_future()
         if not wanted:
-            mine.set_result(empty_matrix(self.dimensions))
-            return mine
+            nothing: asyncio.Future[FloatArray] = asyncio.get_running_loop().create_future()
+            nothing.set_result(empty_matrix(self.dimensions))
+            return nothing
         if len(set(wanted)) > self._max_texts:
             return start_embedding(self._inner, wanted)
         batch = self._join(wanted, now=now)
         rows = [batch.rows[text] for text in wanted]
-
-        def answer(done: asyncio.Future[FloatArray]) -> None:
-            if mine.done():
-                return
-            if done.cancelled():
-                mine.cancel()
-            elif (exc := done.exception()) is not None:
-                mine.set_exception(exc)
-            else:
-                mine.set_result(done.result()[rows])
-
-        batch.result.add_done_callback(answer)
-        return mine
+        return mapped(batch.result, lambda matrix: matrix[rows])
 
     def _join(self, texts: list[str], *, now: bool = False) -> _Batch:
         """The open batch with ``texts`` added, or a new one if they do not fit."""
@@ -206,6 +195,11 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
         loop = asyncio.get_running_loop()
         while True:
             if not lane.waiting:
+                if not lane.crowded:
+                    # A lone caller's next batch is sent at once whoever sends it: nothing is
+                    # worth lingering for, and a task that ends costs its caller's turn of the
+                    # loop less than one that sets up a wait.
+                    return
                 # Callers just answered often ask again at once: their texts should meet in
                 # one batch, not race off one by one as if the lane were idle.
                 lane.arrived.clear()
