@@ -51,7 +51,6 @@ import numpy as np
 import numpy.typing as npt
 
 from engramdb.core.errors import EmbedderError, ModelIntegrityError
-from engramdb.index.blas import one_blas_thread
 from engramdb.index.embedder import (
     FloatArray,
     check_texts,
@@ -404,8 +403,8 @@ class MiniLMEmbedder:
             (hidden,) = runtime.session.run(["last_hidden_state"], inputs)
         except Exception as exc:  # onnxruntime's errors are not importable as types
             raise EmbedderError(f"inference failed: {exc}", model_id=self.model_id) from exc
-        with one_blas_thread():
-            return l2_normalize(mean_pool(np.asarray(hidden, dtype=np.float32), attention))
+        # Element-wise products and sums only: no BLAS call to hold to one thread.
+        return l2_normalize(mean_pool(np.asarray(hidden, dtype=np.float32), attention))
 
 
 def mean_pool(hidden: npt.NDArray[np.float32], attention: npt.NDArray[np.int64]) -> FloatArray:
