@@ -261,11 +261,10 @@ class StoredMemoryType(ABC):
     def _foresee(self, item: MemoryItem, key: str) -> None:
         """Set the model on a lone item's text before its tokens are counted and its write
         prepared, where that text does not depend on the count."""
-        spec = self.provider.spec
-        uncounted = [self._request(item, key, tokens=n) for n in (0, 1)]
-        texts = {spec.embed_text(r.key, r.value, r.occurred_at) for r in uncounted}
+        embed_text = self.provider.spec.embed_text
+        texts = {embed_text(key, item_value(item, tokens=n), item.occurred_at) for n in (0, 1)}
         if len(texts) == 1:
-            self.provider.foresee(uncounted[0])
+            self.provider.foresee(texts.pop())
 
     def content_type(self, item: MemoryItem) -> str:
         """The rfc-2001 content type an item is stored under."""

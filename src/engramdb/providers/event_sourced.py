@@ -199,14 +199,12 @@ class EventSourcedProvider(MemoryProvider):
         )
         return entry
 
-    def foresee(self, request: WriteRequest) -> None:
-        """Begin embedding what a lone write of ``request`` embeds (its whole text: a lone
-        write's parts are deferred), before the caller prepares the write: the model runs
-        meanwhile (``Indexer.foresee``). Nothing is validated or written here."""
+    def foresee(self, text: str) -> None:
+        """Begin embedding ``text``, what a lone write about to be prepared embeds (its whole
+        text: a lone write's parts are deferred): the model runs while the caller prepares the
+        write (``Indexer.foresee``). Nothing is validated or written here."""
         if self._embeds and not self.read_only:
-            self.indexer.foresee(
-                self.spec.embed_text(request.key, request.value, request.occurred_at)
-            )
+            self.indexer.foresee(text)
 
     def _event(self, request: WriteRequest) -> MemoryWritten:
         validate_key(request.key)
