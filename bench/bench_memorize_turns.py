@@ -15,7 +15,9 @@ To compare two source trees, run it with each on ``PYTHONPATH``, alternating::
 
 ``--backend postgresql`` uses a scratch database on ``--postgres`` (dropped after);
 ``--backend langgraph-inmemory`` times LangGraph's ``InMemoryStore`` (``aput`` / ``asearch``)
-on the same turns, embedding with the same model, as the peer to compare with.
+on the same turns, embedding with the same model, as the peer to compare with. The peer embeds
+each turn's bare text; with ``--peer-speaker`` it embeds what Engram embeds, the text after its
+speaker (``user: …``), so the two do the same model work.
 Results are printed and written as JSON to ``bench/results/`` (git-ignored).
 """
 
@@ -40,6 +42,7 @@ from rich.table import Table
 import engramdb
 from engramdb.core.intent import MemoryItem
 from engramdb.evaluation.datasets import parse_longmemeval_date
+from engramdb.index.contextual import episode_key
 
 DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
 
@@ -87,9 +90,12 @@ async def timed_run(target: str, items: list[MemoryItem], prompts: list[str]) ->
     }
 
 
-async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any]:
+async def peer_run(
+    items: list[MemoryItem], prompts: list[str], speaker: bool = False
+) -> dict[str, Any]:
     """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``), its index
-    embedding each turn's text with the same MiniLM model (one vector per turn)."""
+    embedding each turn's text with the same MiniLM model (one vector per turn); ``speaker``:
+    the text after its speaker, as Engram embeds a turn."""
     from langgraph.store.memory import InMemoryStore
 
     from engramdb.index import MiniLMEmbedder
@@ -106,7 +112,8 @@ async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any
     writes, reads = [], []
     for n, item in enumerate(items):
         began = time.perf_counter()
-        await store.aput(namespace, str(n), {"text": item.text, "role": item.role})
+        text = episode_key(item.text, role=item.role) if speaker else item.text
+        await store.aput(namespace, str(n), {"text": text, "role": item.role})
         writes.append(time.perf_counter() - began)
     for prompt in prompts:
         began = time.perf_counter()
@@ -122,10 +129,15 @@ async def peer_run(items: list[MemoryItem], prompts: list[str]) -> dict[str, Any
 
 
 async def run(
-    backend: str, items: list[MemoryItem], prompts: list[str], server: str, prefix: str
+    backend: str,
+    items: list[MemoryItem],
+    prompts: list[str],
+    server: str,
+    prefix: str,
+    peer_speaker: bool = False,
 ) -> Any:
     if backend == "langgraph-inmemory":
-        return await peer_run(items, prompts)
+        return await peer_run(items, prompts, peer_speaker)
     if backend == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             return await timed_run(str(Path(folder) / "bench.db"), items, prompts)
@@ -151,11 +163,26 @@ def main() -> None:
     parser.add_argument(
         "--prefix", default="writefast_bench_", help="The scratch database's name before its id."
     )
+    parser.add_argument(
+        "--peer-speaker",
+        action="store_true",
+        help="The peer embeds each turn after its speaker (user: ...), as Engram does.",
+    )
     options = parser.parse_args()
     items, prompts = load(options.data, options.turns, options.questions)
-    figures = asyncio.run(run(options.backend, items, prompts, options.postgres, options.prefix))
+    figures = asyncio.run(
+        run(
+            options.backend,
+            items,
+            prompts,
+            options.postgres,
+            options.prefix,
+            options.peer_speaker,
+        )
+    )
     source = str(Path(engramdb.__file__).parents[1])
-    table = Table(title=f"{source}, {options.backend}, {len(items)} turns, {len(prompts)} prompts")
+    backend = options.backend + (" (user: text)" if options.peer_speaker else "")
+    table = Table(title=f"{source}, {backend}, {len(items)} turns, {len(prompts)} prompts")
     for column in ("call", "p50 ms", "p95 ms", "mean ms"):
         table.add_column(column, justify="left" if column == "call" else "right")
     for call in ("memorize_ms", "remember_ms"):
@@ -167,7 +194,13 @@ def main() -> None:
     )
     save_result(
         "memorize-turns",
-        {"source": source, "backend": options.backend, "turns": len(items), **figures},
+        {
+            "source": source,
+            "backend": options.backend,
+            "peer_speaker": options.peer_speaker,
+            "turns": len(items),
+            **figures,
+        },
     )
 
 
