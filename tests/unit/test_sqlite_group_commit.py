@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,5 +82,53 @@ async def test_a_lone_failed_write_leaves_nothing(tmp_path: Path) -> None:
         with pytest.raises(Refused):
             await worker.write(insert(1, 2, fail=Refused("no")))
         assert await stored(worker) == []
+    finally:
+        await worker.close()
+
+
+def synchronous_seen(conn: sqlite3.Connection) -> int:
+    """A write that reports the ``synchronous`` level its transaction commits under."""
+    conn.execute("INSERT INTO t (n) VALUES ((SELECT coalesce(max(n), 0) + 1 FROM t))")
+    level: int = conn.execute("PRAGMA synchronous").fetchone()[0]
+    return level
+
+
+async def test_a_write_that_need_not_be_durable_skips_the_sync_unless_a_durable_one_shares_it(
+    tmp_path: Path,
+) -> None:
+    full, normal = 2, 1
+    worker = await opened(tmp_path)
+    try:
+        # Alone, each commits at its own level; the connection is back at FULL after either.
+        assert await worker.queue(synchronous_seen, durable=False) == normal
+        assert await worker.write(synchronous_seen) == full
+        # Queued together (the thread held until all three are in) they share one
+        # transaction, which a durable write makes durable.
+        release = threading.Event()
+        held = asyncio.ensure_future(worker.run(lambda _: release.wait(5)))
+        await asyncio.sleep(0.05)
+        shared = [
+            worker.queue(synchronous_seen, durable=False),
+            worker.queue(synchronous_seen),
+            worker.queue(synchronous_seen, durable=False),
+        ]
+        release.set()
+        await held
+        assert await asyncio.gather(*shared) == [full, full, full]
+        assert await worker.queue(synchronous_seen, durable=False) == normal
+        level = await worker.run(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0])
+        assert level == full
+        assert await stored(worker) == [1, 2, 3, 4, 5, 6]
+    finally:
+        await worker.close()
+
+
+async def test_a_store_opened_with_normal_sync_stays_normal(tmp_path: Path) -> None:
+    worker = SqliteWorker(str(tmp_path / "n.db"), synchronous="normal")
+    await worker.open()
+    try:
+        await worker.run(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        assert await worker.write(synchronous_seen) == 1
+        assert await worker.queue(synchronous_seen, durable=False) == 1
     finally:
         await worker.close()

@@ -223,8 +223,11 @@ class SqliteBackend:
         versions: Sequence[int],
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors, in a write queued on the one connection
-        before this returns."""
-        return self._worker.queue(vector_writes(model, vectors, events, versions=versions))
+        before this returns. Not a durable one (``SqliteWorker.queue``): the records' durable
+        pending-parts records have them computed again if a power cut loses them."""
+        return self._worker.queue(
+            vector_writes(model, vectors, events, versions=versions), durable=False
+        )
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None

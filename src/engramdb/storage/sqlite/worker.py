@@ -10,6 +10,12 @@ Writes that queue while the thread is busy are committed together (group commit)
 savepoint of one transaction, so each is still all or nothing and one that fails leaves the
 others be, and the one commit (one sync of the log to disk, under ``synchronous=FULL``) makes
 them all durable before any of their callers hears back.
+
+A write queued as not ``durable`` (one whose loss in a power cut the store makes good itself,
+such as a vector computed again from a durable note) commits, when no durable write shares its
+transaction, without waiting for that sync: the log is written in order, so the next durable
+commit's sync takes it to disk too. Under ``synchronous=FULL`` that sync is most of a small
+commit's time, and the thread would otherwise spend it while the next write waits.
 """
 
 from __future__ import annotations
@@ -40,13 +46,17 @@ MAX_GROUP = 64
 class _QueuedWrite:
     """A write waiting for the worker thread, and the future its caller awaits."""
 
-    __slots__ = ("fn", "future", "loop")
+    __slots__ = ("durable", "fn", "future", "loop")
 
     def __init__(
-        self, fn: Callable[[sqlite3.Connection], Any], loop: asyncio.AbstractEventLoop
+        self,
+        fn: Callable[[sqlite3.Connection], Any],
+        loop: asyncio.AbstractEventLoop,
+        durable: bool,
     ) -> None:
         self.fn = fn
         self.loop = loop
+        self.durable = durable
         self.future: asyncio.Future[Any] = loop.create_future()
 
     def settle(self, value: Any, failed: bool) -> None:
@@ -128,11 +138,14 @@ class SqliteWorker:
             raise self._translated(exc) from exc
         return result
 
-    def queue(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+    def queue(
+        self, fn: Callable[[sqlite3.Connection], T], *, durable: bool = True
+    ) -> asyncio.Future[T]:
         """``write``, queued before this returns: every call made on this worker afterwards
-        runs after it. The future holds its result, or the driver's untranslated error."""
+        runs after it. The future holds its result, or the driver's untranslated error.
+        ``durable=False``: its commit need not wait for the log's sync (module docstring)."""
         self._open_connection()
-        queued = _QueuedWrite(fn, asyncio.get_running_loop())
+        queued = _QueuedWrite(fn, asyncio.get_running_loop(), durable)
         self._writes.append(queued)
         self._executor.submit(self._commit_queued)
         return queued.future
@@ -151,15 +164,22 @@ class SqliteWorker:
         try:
             if conn is None:
                 raise EngineClosedError("the SQLite backend is closed", path=self.path)
-            conn.execute("BEGIN IMMEDIATE")
+            relaxed = self._synchronous == "full" and not any(q.durable for q in group)
+            if relaxed:
+                conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                for queued in group:
-                    outcomes.append(_in_savepoint(conn, queued.fn, alone))
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for queued in group:
+                        outcomes.append(_in_savepoint(conn, queued.fn, alone))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if relaxed:
+                    conn.execute("PRAGMA synchronous = FULL")
         except BaseException as exc:
             # Nothing of the group is stored: every caller hears why.
             outcomes = [(exc, True)] * len(group)
