@@ -12,6 +12,7 @@ import pytest
 
 from engramdb.storage.postgres import migrate
 from engramdb.storage.postgres.connection import PostgresPool, Read
+from engramdb.storage.postgres.event_store import hold_writers
 from engramdb.storage.postgres.schema import SERVICE_ROLE
 from engramdb.storage.postgres.tenancy import ADMIN, Context
 from tests.postgres.database import empty_database
@@ -76,3 +77,20 @@ async def test_closing_the_pool_waits_for_a_queued_write(pool: PostgresPool) -> 
     await asyncio.wait_for(closing, 10)
     assert queued.done()
     assert queued.exception() is None
+
+
+@pytest.mark.parametrize("durable", [True, False])
+async def test_a_write_that_need_not_be_durable_does_not_wait_for_the_log_flush(
+    pool: PostgresPool, durable: bool
+) -> None:
+    async def level(conn: Any) -> str:
+        setting = await (await conn.execute("SHOW synchronous_commit")).fetchone()
+        return str(setting[0])
+
+    async with pool.transaction(ACME) as conn:
+        await hold_writers(conn, durable=durable)
+        assert await level(conn) == ("on" if durable else "off")
+    # For that transaction alone: the connection's next one flushes the log again.
+    async with pool.transaction(ACME) as conn:
+        await hold_writers(conn)
+        assert await level(conn) == "on"

@@ -241,5 +241,7 @@ class QueuedVectorWrites(Protocol):
         """``search.put_vectors`` of whole-text vectors, each for the record version
         ``versions`` gives (a record written again meanwhile keeps its own vector), queued
         before this returns; the future is done once they are committed (or failed, with the
-        driver's error)."""
+        driver's error). Their commit need not be durable at once: the next durable commit
+        makes it so, and a crash before it loses vectors that are owed by a durable record
+        (``DeferredParts``), not data."""
         ...

@@ -384,11 +384,15 @@ class PostgresBackend:
         versions: Sequence[int],
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors, begun before this returns; every
-        transaction of the events' tenant begun after it comes after it (``QueuedWrites``)."""
+        transaction of the events' tenant begun after it comes after it (``QueuedWrites``).
+        Not a durable one (``hold_writers``): the records' durable pending-parts records have
+        them computed again if a crash of the server loses them."""
         context = context_for(e.scope for e in events) if events else ADMIN
         return self._pool.queue(
             context,
-            lambda: self._search.put_vectors(model, vectors, events, versions=versions),
+            lambda: self._search.put_vectors(
+                model, vectors, events, versions=versions, durable=False
+            ),
         )
 
     def bulk_load(self, index_memory_mb: int) -> AbstractAsyncContextManager[None]:

@@ -33,11 +33,15 @@ EVENT_ORDER_LOCK = 0x656E6772616D02
 ROWS_PER_STATEMENT = 500
 
 
-async def hold_writers(conn: Connection, *, exclusive: bool = False) -> None:
+async def hold_writers(conn: Connection, *, exclusive: bool = False, durable: bool = True) -> None:
     """Take the writers' lock for this transaction (exclusive: wait for every writer and keep
-    new ones out until the transaction ends)."""
+    new ones out until the transaction ends). ``durable=False``: its commit does not wait for
+    the log to reach the disk (``synchronous_commit`` off for it alone), for a write whose loss
+    in a crash of the server the store makes good itself; the log is flushed in order, so the
+    next durable commit takes it along."""
     function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    await conn.execute(f"SELECT {function}(%s)", (WRITERS_LOCK,))
+    relaxed = "" if durable else ", set_config('synchronous_commit', 'off', true)"
+    await conn.execute(f"SELECT {function}(%s){relaxed}", (WRITERS_LOCK,))
 
 
 async def ensure_replicas(conn: Connection, scopes: Iterable[tuple[str, str]]) -> None:

@@ -385,10 +385,12 @@ class PostgresSearch:
         *,
         parts: Sequence[bytes | None] | None = None,
         versions: Sequence[int] | None = None,
+        durable: bool = True,
     ) -> None:
         """Store vectors (and part vectors, aligned with them) by record id, skipping records
         deleted since they were read — and, with ``versions`` (aligned too), records written
-        again since — and append ``events`` in the same transaction."""
+        again since — and append ``events`` in the same transaction (``durable=False``: see
+        ``hold_writers``)."""
         extra = parts if parts is not None else [None] * len(vectors)
         read = versions if versions is not None else [None] * len(vectors)
         batch = list(events)
@@ -402,7 +404,7 @@ class PostgresSearch:
         for table in tables:
             await self._indexes.ensure(table, model, len(vectors[0][1]) // 4)
         async with self._pool.transaction(context) as conn:
-            await hold_writers(conn)
+            await hold_writers(conn, durable=durable)
             async with conn.cursor() as cursor:
                 for table in tables:
                     await cursor.executemany(
