@@ -198,3 +198,67 @@ async def test_closing_the_engine_stores_the_vectors_it_queued(
         (record,) = await engine.backend.scan(EPISODES)
         ids, _ = await engine.backend.search.vectors(EPISODES, MiniLMEmbedder().model_id)
         assert ids == [record.id]
+
+
+#: A turn of one sentence: no parts of its own.
+SHORT = "Thanks, that helps a lot!"
+
+
+async def test_a_one_sentence_turn_is_committed_while_the_model_runs_and_owes_nothing_after(
+    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log: list[str] = []
+    async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
+        mem = engine.scope(**SCOPE)
+        await mem.episodic.memorize(MemoryItem(text="Warm up.", role="user"))
+        await engine.indexer.deferred.drain()
+        commit = engine.backend.commit
+
+        async def noted(*args: Any) -> Any:
+            log.append("commit")
+            return await commit(*args)
+
+        monkeypatch.setattr(engine.backend, "commit", noted)
+        log.clear()
+        await mem.episodic.memorize(MemoryItem(text=SHORT, role="user"))
+        assert log[:2] == ["model", "commit"]
+        # Its transaction held a pending record: until its vector is stored, that is owed.
+        pending = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
+        assert [marker.value["key"] for marker in pending] == [
+            r.key for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT
+        ]
+        await engine.indexer.deferred.drain()
+        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+        (record,) = [r for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT]
+        whole, parts = await _stored(engine)
+        assert whole[record.id or 0] == await _whole_vector(engine, record)
+        assert record.id not in parts
+        # Nothing was computed again for it: one vector, no parts.
+        indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
+        assert [e.payload["index_type"] for e in indexed if e.payload["key"] == record.key] == [
+            "vector"
+        ]
+        hits = await mem.episodic.remember("did that help?", limit=2)
+        assert SHORT in [hit.text for hit in hits]
+
+
+async def test_a_one_sentence_record_left_without_its_vector_gets_it_at_the_next_open(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        provider = engine.scope(**SCOPE).episodic.provider
+        await provider.write_many([WriteRequest("turn-1", {"text": SHORT, "role": "user"})])
+        markers = provider._markers_provider()
+        ops, events = markers.prepared(
+            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
+        )
+        await engine.backend.commit(ops, events)
+    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
+        hits = await engine.scope(**SCOPE).episodic.remember("did that help?", limit=1)
+        assert [hit.text for hit in hits] == [SHORT]
+        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+        (record,) = await engine.backend.scan(EPISODES)
+        whole, parts = await _stored(engine)
+        assert (whole, parts) == ({record.id: await _whole_vector(engine, record)}, {})
+        indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
+        assert [e.payload["index_type"] for e in indexed] == ["vector"]
