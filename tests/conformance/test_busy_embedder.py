@@ -131,15 +131,35 @@ async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale
     async with engramdb.open(target, config=config(fake)) as engine:
         memory = engine.scope(tenant="acme", user="dave")
         for text in TEXTS:
-            await memory.episodic.memorize(MemoryItem(text=text, role="user"))
+            await memory.semantic.memorize(MemoryItem(text=text))
         assert len(engine.indexer.pending) == len(TEXTS)
     fake.outages.clear()
     async with engramdb.open(target, config=config(fake)) as engine:
         assert await stale(engine) == len(TEXTS)
         assert await engine.reindex(stale_only=True) == len(TEXTS)
         assert await stale(engine) == 0
+        hits = await engine.scope(tenant="acme", user="dave").semantic.remember("cello")
+        assert "My sister Ana plays the cello" in [hit.text for hit in hits]
+
+
+async def test_turns_that_waited_when_the_process_stopped_are_embedded_by_the_next_engine(
+    target: str, fake: FakeChatServer
+) -> None:
+    # A lone turn's transaction holds a pending record until its vectors are stored: the
+    # next engine to open the store computes them without being asked.
+    fake.outage("embeddings", 60.0, retry_after="30")
+    async with engramdb.open(target, config=config(fake)) as engine:
+        memory = engine.scope(tenant="acme", user="dave")
+        for text in TEXTS:
+            await memory.episodic.memorize(MemoryItem(text=text, role="user"))
+        assert len(engine.indexer.pending) == len(TEXTS)
+    fake.outages.clear()
+    async with engramdb.open(target, config=config(fake)) as engine:
+        await engine.indexer.deferred.drain()
+        assert await stale(engine) == 0
         hits = await engine.scope(tenant="acme", user="dave").episodic.remember("cello")
         assert hits[0].text == "My sister Ana plays the cello"
+        assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
 
 
 async def test_a_deduplicating_write_during_an_outage_is_stored_and_matches_its_twin(
