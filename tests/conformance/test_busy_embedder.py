@@ -124,16 +124,25 @@ async def test_a_short_outage_is_waited_out_honouring_retry_after(
         assert len(fake.asked("embeddings")) == 2
 
 
-async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
-    target: str, fake: FakeChatServer
-) -> None:
+async def _stopped_during_an_outage(target: str, fake: FakeChatServer, kind: str) -> None:
+    """``TEXTS`` memorized (as ``kind``: ``semantic`` facts or ``episodic`` turns) while the
+    embeddings server is down, by an engine that then stops; the server is back after."""
     fake.outage("embeddings", 60.0, retry_after="30")
     async with engramdb.open(target, config=config(fake)) as engine:
         memory = engine.scope(tenant="acme", user="dave")
         for text in TEXTS:
-            await memory.semantic.memorize(MemoryItem(text=text))
+            if kind == "semantic":
+                await memory.semantic.memorize(MemoryItem(text=text))
+            else:
+                await memory.episodic.memorize(MemoryItem(text=text, role="user"))
         assert len(engine.indexer.pending) == len(TEXTS)
     fake.outages.clear()
+
+
+async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
+    target: str, fake: FakeChatServer
+) -> None:
+    await _stopped_during_an_outage(target, fake, "semantic")
     async with engramdb.open(target, config=config(fake)) as engine:
         assert await stale(engine) == len(TEXTS)
         assert await engine.reindex(stale_only=True) == len(TEXTS)
@@ -147,13 +156,7 @@ async def test_turns_that_waited_when_the_process_stopped_are_embedded_by_the_ne
 ) -> None:
     # A lone turn's transaction holds a pending record until its vectors are stored: the
     # next engine to open the store computes them without being asked.
-    fake.outage("embeddings", 60.0, retry_after="30")
-    async with engramdb.open(target, config=config(fake)) as engine:
-        memory = engine.scope(tenant="acme", user="dave")
-        for text in TEXTS:
-            await memory.episodic.memorize(MemoryItem(text=text, role="user"))
-        assert len(engine.indexer.pending) == len(TEXTS)
-    fake.outages.clear()
+    await _stopped_during_an_outage(target, fake, "episodic")
     async with engramdb.open(target, config=config(fake)) as engine:
         await engine.indexer.deferred.drain()
         assert await stale(engine) == 0

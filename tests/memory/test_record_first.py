@@ -29,6 +29,8 @@ from engramdb.storage.records import Record, RecordQuery
 SCOPE = {"tenant": "acme", "user": "alice"}
 TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
+#: A turn of one sentence: no parts of its own.
+SHORT = "Thanks, that helps a lot!"
 #: The same key's next text.
 LATER = "We flew to Crete in May. The flight was early. My sister found a hat on the beach."
 
@@ -46,6 +48,19 @@ async def _whole_vector(engine: Engine, record: Record) -> bytes:
     expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
     assert expected is not None
     return expected[0][0]
+
+
+async def _left_without_its_vector(target: str, text: str) -> None:
+    """What a process that died between a turn's commit and its vector's leaves behind: the
+    record and its pending-parts record, and no vector."""
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        provider = engine.scope(**SCOPE).episodic.provider
+        await provider.write_many([WriteRequest("turn-1", {"text": text, "role": "user"})])
+        markers = provider._markers_provider()
+        ops, events = markers.prepared(
+            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
+        )
+        await engine.backend.commit(ops, events)
 
 
 async def test_the_vector_is_stored_and_found_when_memorize_returns(
@@ -82,8 +97,9 @@ class Logged(WrappingEmbedder[MiniLMEmbedder]):
         return start_embedding(self.inner, texts)
 
 
+@pytest.mark.parametrize("text", [TURN, SHORT], ids=["sentences", "one sentence"])
 async def test_the_model_is_asked_before_the_write_goes_to_the_store(
-    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
     log: list[str] = []
     async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
@@ -97,7 +113,7 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
 
         monkeypatch.setattr(engine.backend, "commit", noted)
         log.clear()
-        await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
+        await mem.episodic.memorize(MemoryItem(text=text, role="user"))
         # The turn's transaction is committed while the model runs.
         assert log[:2] == ["model", "commit"]
         whole, _ = await _stored(engine)
@@ -107,16 +123,7 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
 async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_next_open(
     target: str, embedder: MiniLMEmbedder
 ) -> None:
-    # What a process that died between the record's commit and its vector's leaves behind:
-    # the record and its pending-parts record, and no vector.
-    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
-        provider = engine.scope(**SCOPE).episodic.provider
-        await provider.write_many([WriteRequest("turn-1", {"text": TURN, "role": "user"})])
-        markers = provider._markers_provider()
-        ops, events = markers.prepared(
-            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
-        )
-        await engine.backend.commit(ops, events)
+    await _left_without_its_vector(target, TURN)
     async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
         hits = await engine.scope(**SCOPE).episodic.remember("who lost a hat?", limit=1)
         assert [hit.text for hit in hits] == [TURN]
@@ -200,59 +207,35 @@ async def test_closing_the_engine_stores_the_vectors_it_queued(
         assert ids == [record.id]
 
 
-#: A turn of one sentence: no parts of its own.
-SHORT = "Thanks, that helps a lot!"
-
-
-async def test_a_one_sentence_turn_is_committed_while_the_model_runs_and_owes_nothing_after(
-    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+async def test_a_one_sentence_turn_owes_its_vector_until_it_is_stored_and_nothing_after(
+    engine: Engine,
 ) -> None:
-    log: list[str] = []
-    async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
-        mem = engine.scope(**SCOPE)
-        await mem.episodic.memorize(MemoryItem(text="Warm up.", role="user"))
-        await engine.indexer.deferred.drain()
-        commit = engine.backend.commit
-
-        async def noted(*args: Any) -> Any:
-            log.append("commit")
-            return await commit(*args)
-
-        monkeypatch.setattr(engine.backend, "commit", noted)
-        log.clear()
-        await mem.episodic.memorize(MemoryItem(text=SHORT, role="user"))
-        assert log[:2] == ["model", "commit"]
-        # Its transaction held a pending record: until its vector is stored, that is owed.
-        pending = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
-        assert [marker.value["key"] for marker in pending] == [
-            r.key for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT
-        ]
-        await engine.indexer.deferred.drain()
-        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
-        (record,) = [r for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT]
-        whole, parts = await _stored(engine)
-        assert whole[record.id or 0] == await _whole_vector(engine, record)
-        assert record.id not in parts
-        # Nothing was computed again for it: one vector, no parts.
-        indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
-        assert [e.payload["index_type"] for e in indexed if e.payload["key"] == record.key] == [
-            "vector"
-        ]
-        hits = await mem.episodic.remember("did that help?", limit=2)
-        assert SHORT in [hit.text for hit in hits]
+    mem = engine.scope(**SCOPE)
+    await mem.episodic.memorize(MemoryItem(text=SHORT, role="user"))
+    # Its transaction held a pending record: until its vector is stored, that is owed.
+    pending = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
+    assert [marker.value["key"] for marker in pending] == [
+        r.key for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT
+    ]
+    await engine.indexer.deferred.drain()
+    assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+    (record,) = [r for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT]
+    whole, parts = await _stored(engine)
+    assert whole[record.id or 0] == await _whole_vector(engine, record)
+    assert record.id not in parts
+    # Nothing was computed again for it: one vector, no parts.
+    indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
+    assert [e.payload["index_type"] for e in indexed if e.payload["key"] == record.key] == [
+        "vector"
+    ]
+    hits = await mem.episodic.remember("did that help?", limit=2)
+    assert SHORT in [hit.text for hit in hits]
 
 
 async def test_a_one_sentence_record_left_without_its_vector_gets_it_at_the_next_open(
     target: str, embedder: MiniLMEmbedder
 ) -> None:
-    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
-        provider = engine.scope(**SCOPE).episodic.provider
-        await provider.write_many([WriteRequest("turn-1", {"text": SHORT, "role": "user"})])
-        markers = provider._markers_provider()
-        ops, events = markers.prepared(
-            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
-        )
-        await engine.backend.commit(ops, events)
+    await _left_without_its_vector(target, SHORT)
     async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
         hits = await engine.scope(**SCOPE).episodic.remember("did that help?", limit=1)
         assert [hit.text for hit in hits] == [SHORT]
