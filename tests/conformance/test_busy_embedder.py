@@ -124,45 +124,22 @@ async def test_a_short_outage_is_waited_out_honouring_retry_after(
         assert len(fake.asked("embeddings")) == 2
 
 
-async def _stopped_during_an_outage(target: str, fake: FakeChatServer, kind: str) -> None:
-    """``TEXTS`` memorized (as ``kind``: ``semantic`` facts or ``episodic`` turns) while the
-    embeddings server is down, by an engine that then stops; the server is back after."""
+async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
+    target: str, fake: FakeChatServer
+) -> None:
     fake.outage("embeddings", 60.0, retry_after="30")
     async with engramdb.open(target, config=config(fake)) as engine:
         memory = engine.scope(tenant="acme", user="dave")
         for text in TEXTS:
-            if kind == "semantic":
-                await memory.semantic.memorize(MemoryItem(text=text))
-            else:
-                await memory.episodic.memorize(MemoryItem(text=text, role="user"))
+            await memory.episodic.memorize(MemoryItem(text=text, role="user"))
         assert len(engine.indexer.pending) == len(TEXTS)
     fake.outages.clear()
-
-
-async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
-    target: str, fake: FakeChatServer
-) -> None:
-    await _stopped_during_an_outage(target, fake, "semantic")
     async with engramdb.open(target, config=config(fake)) as engine:
         assert await stale(engine) == len(TEXTS)
         assert await engine.reindex(stale_only=True) == len(TEXTS)
         assert await stale(engine) == 0
-        hits = await engine.scope(tenant="acme", user="dave").semantic.remember("cello")
-        assert "My sister Ana plays the cello" in [hit.text for hit in hits]
-
-
-async def test_turns_that_waited_when_the_process_stopped_are_embedded_by_the_next_engine(
-    target: str, fake: FakeChatServer
-) -> None:
-    # A lone turn's transaction holds a pending record until its vectors are stored: the
-    # next engine to open the store computes them without being asked.
-    await _stopped_during_an_outage(target, fake, "episodic")
-    async with engramdb.open(target, config=config(fake)) as engine:
-        await engine.indexer.deferred.drain()
-        assert await stale(engine) == 0
         hits = await engine.scope(tenant="acme", user="dave").episodic.remember("cello")
         assert hits[0].text == "My sister Ana plays the cello"
-        assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
 
 
 async def test_a_deduplicating_write_during_an_outage_is_stored_and_matches_its_twin(

@@ -127,9 +127,6 @@ async def test_looking_changes_nothing(inspector: httpx.AsyncClient, any_engine:
             e.model_dump_json() for e in events
         ]
 
-    # The turns' pending records go once their vectors are stored (a search first computes
-    # what its partition still owes): the engine's own doing, not the looking.
-    await any_engine.indexer.deferred.drain()
     before = await contents()
     await inspector.get("/")
     await inspector.get("/scope", params={"tenant": "acme", "user": "alice", "q": "Lisbon"})

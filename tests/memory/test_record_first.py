@@ -29,8 +29,6 @@ from engramdb.storage.records import Record, RecordQuery
 SCOPE = {"tenant": "acme", "user": "alice"}
 TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
-#: A turn of one sentence: no parts of its own.
-SHORT = "Thanks, that helps a lot!"
 #: The same key's next text.
 LATER = "We flew to Crete in May. The flight was early. My sister found a hat on the beach."
 
@@ -48,19 +46,6 @@ async def _whole_vector(engine: Engine, record: Record) -> bytes:
     expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record], parts=False)
     assert expected is not None
     return expected[0][0]
-
-
-async def _left_without_its_vector(target: str, text: str) -> None:
-    """What a process that died between a turn's commit and its vector's leaves behind: the
-    record and its pending-parts record, and no vector."""
-    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
-        provider = engine.scope(**SCOPE).episodic.provider
-        await provider.write_many([WriteRequest("turn-1", {"text": text, "role": "user"})])
-        markers = provider._markers_provider()
-        ops, events = markers.prepared(
-            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
-        )
-        await engine.backend.commit(ops, events)
 
 
 async def test_the_vector_is_stored_and_found_when_memorize_returns(
@@ -97,9 +82,8 @@ class Logged(WrappingEmbedder[MiniLMEmbedder]):
         return start_embedding(self.inner, texts)
 
 
-@pytest.mark.parametrize("text", [TURN, SHORT], ids=["sentences", "one sentence"])
 async def test_the_model_is_asked_before_the_write_goes_to_the_store(
-    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, text: str
+    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log: list[str] = []
     async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
@@ -113,7 +97,7 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
 
         monkeypatch.setattr(engine.backend, "commit", noted)
         log.clear()
-        await mem.episodic.memorize(MemoryItem(text=text, role="user"))
+        await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
         # The turn's transaction is committed while the model runs.
         assert log[:2] == ["model", "commit"]
         whole, _ = await _stored(engine)
@@ -123,7 +107,16 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
 async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_next_open(
     target: str, embedder: MiniLMEmbedder
 ) -> None:
-    await _left_without_its_vector(target, TURN)
+    # What a process that died between the record's commit and its vector's leaves behind:
+    # the record and its pending-parts record, and no vector.
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        provider = engine.scope(**SCOPE).episodic.provider
+        await provider.write_many([WriteRequest("turn-1", {"text": TURN, "role": "user"})])
+        markers = provider._markers_provider()
+        ops, events = markers.prepared(
+            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
+        )
+        await engine.backend.commit(ops, events)
     async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
         hits = await engine.scope(**SCOPE).episodic.remember("who lost a hat?", limit=1)
         assert [hit.text for hit in hits] == [TURN]
@@ -205,43 +198,3 @@ async def test_closing_the_engine_stores_the_vectors_it_queued(
         (record,) = await engine.backend.scan(EPISODES)
         ids, _ = await engine.backend.search.vectors(EPISODES, MiniLMEmbedder().model_id)
         assert ids == [record.id]
-
-
-async def test_a_one_sentence_turn_owes_its_vector_until_it_is_stored_and_nothing_after(
-    engine: Engine,
-) -> None:
-    mem = engine.scope(**SCOPE)
-    await mem.episodic.memorize(MemoryItem(text=SHORT, role="user"))
-    # Its transaction held a pending record: until its vector is stored, that is owed.
-    pending = await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None))
-    assert [marker.value["key"] for marker in pending] == [
-        r.key for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT
-    ]
-    await engine.indexer.deferred.drain()
-    assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
-    (record,) = [r for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT]
-    whole, parts = await _stored(engine)
-    assert whole[record.id or 0] == await _whole_vector(engine, record)
-    assert record.id not in parts
-    # Nothing was computed again for it: one vector, no parts.
-    indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
-    assert [e.payload["index_type"] for e in indexed if e.payload["key"] == record.key] == [
-        "vector"
-    ]
-    hits = await mem.episodic.remember("did that help?", limit=2)
-    assert SHORT in [hit.text for hit in hits]
-
-
-async def test_a_one_sentence_record_left_without_its_vector_gets_it_at_the_next_open(
-    target: str, embedder: MiniLMEmbedder
-) -> None:
-    await _left_without_its_vector(target, SHORT)
-    async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
-        hits = await engine.scope(**SCOPE).episodic.remember("did that help?", limit=1)
-        assert [hit.text for hit in hits] == [SHORT]
-        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
-        (record,) = await engine.backend.scan(EPISODES)
-        whole, parts = await _stored(engine)
-        assert (whole, parts) == ({record.id: await _whole_vector(engine, record)}, {})
-        indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
-        assert [e.payload["index_type"] for e in indexed] == ["vector"]

@@ -107,15 +107,14 @@ class DeferredParts:
             yield
 
     def marker_requests(
-        self, spec: ProjectionSpec, records: Sequence[Record], *, whole: bool = False
+        self, spec: ProjectionSpec, records: Sequence[Record]
     ) -> list[tuple[int, str, dict[str, str]]]:
-        """For each of ``records`` that has parts (``whole``: each of them, its whole-text
-        vector owed too): its position, the key of its pending record and that record's value
-        (written with the records, in their transaction)."""
+        """For each of ``records`` that has parts: its position, the key of its pending record
+        and that record's value (written with the records, in their transaction)."""
         return [
             (position, new_id(), {"namespace": spec.namespace, "key": record.key})
             for position, record in enumerate(records)
-            if whole or spec.record_embed_parts(record)
+            if spec.record_embed_parts(record)
         ]
 
     def committed(
@@ -214,11 +213,9 @@ class DeferredParts:
         query = RecordQuery(spec.namespace, None, ids=ids, hidden=None)
         found, mains = await self.backend.search.vectors(query, model) if ids else ([], [])
         whole = dict(zip(found, mains, strict=True))
-        texts_of = {i: spec.record_embed_parts(records[i]) for i in ids}
-        # A record without parts whose whole-text vector is stored owes nothing more.
-        todo = [records[i] for i in ids if texts_of[i] or i not in whole]
+        todo = [records[i] for i in ids]
         unvectored = [r for r in todo if r.id not in whole]
-        texts = [texts_of[r.id or 0] for r in todo]
+        texts = [spec.record_embed_parts(r) for r in todo]
         wanted = [spec.record_embed_text(r) for r in unvectored]
         blobs = (
             await self._embed(wanted + [text for each in texts for text in each]) if todo else []
@@ -236,11 +233,7 @@ class DeferredParts:
                 model,
                 [(r.id, whole[r.id]) for r in todo if r.id is not None],
                 [_indexed_event(r, model, "vector") for r in unvectored]
-                + [
-                    _indexed_event(r, model, "parts")
-                    for r, each in zip(todo, texts, strict=True)
-                    if each
-                ],
+                + [_indexed_event(r, model, "parts") for r in todo],
                 parts=parts,
             )
             self._refresh(spec.namespace, partition, todo, [whole[r.id or 0] for r in todo], parts)

@@ -1,16 +1,16 @@
-"""``write_record_first``: a lone write into a namespace with part vectors is committed while
-the model computes its whole-text vector, and the vector is queued right after.
+"""``write_record_first``: a lone write whose record owes part vectors is committed while the
+model computes its whole-text vector, and the vector is queued right after.
 
-Its transaction holds a *pending parts* record naming it (``DeferredParts``): its part vectors,
-if it has parts, are owed when it is acknowledged, and so is its whole-text vector until that
-is stored. A record whose vector is not stored when the process dies is embedded, whole text
-and parts, by the next engine to open the store (``DeferredParts.resume``). So the record, its
-``memory.written`` event and the pending record are committed while the model runs, and the
-vector follows with its ``memory.indexed`` event: the caller waits for the longer of the
-embedding and the commit, not for both one after the other, and not for the vector's commit
-either. That vector's write need not be durable the moment it commits (``queue_vectors``): the
-pending record, which is, has it made again. A record without parts owes nothing more once its
-vector is stored, and its pending record goes with the next batch of parts.
+Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
+its transaction holds a *pending parts* record naming it. That pending record makes the
+whole-text vector just as safe to store in a transaction of its own: a record whose vector is
+not stored when the process dies is embedded, whole text and parts, by the next engine to open
+the store (``DeferredParts.resume``). So the record, its ``memory.written`` event and the
+pending record are committed while the model runs, and the vector follows with its
+``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
+for both one after the other, and not for the vector's commit either. That vector's write need
+not be durable the moment it commits (``queue_vectors``): the pending record, which is, has it
+made again.
 
 Only on a backend that queues vector writes (``QueuedVectorWrites``): the vector's write is
 queued before the write returns and every later read and write of the tenant in this process
@@ -49,8 +49,8 @@ def vector_queue(
     provider: EventSourcedProvider, records: Sequence[Record]
 ) -> QueuedVectorWrites | None:
     """The backend, when a write of ``records`` is one ``write_record_first`` takes: a lone
-    record in a namespace with vectors and part vectors (whether it has parts or not), on a
-    backend that queues vector writes."""
+    record that has parts, in a namespace with vectors and part vectors, on a backend that
+    queues vector writes."""
     spec, backend = provider.spec, provider.backend
     if (
         len(records) == 1
@@ -58,6 +58,7 @@ def vector_queue(
         and provider.indexer.embedder is not None
         and spec.embed_parts is not None
         and isinstance(backend, QueuedVectorWrites)
+        and spec.record_embed_parts(records[0])
     ):
         return backend
     return None
@@ -79,7 +80,7 @@ async def write_record_first(
         ops += [
             Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)
         ]
-        markers, marker_ops, marker_events = provider.owed_parts(records, whole=True)
+        markers, marker_ops, marker_events = provider.owed_parts(records)
         companion_ops, companion_events = provider.companion_writes(records)
         ops += marker_ops + companion_ops
         events = envelopes + marker_events + companion_events
