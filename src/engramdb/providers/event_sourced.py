@@ -281,11 +281,11 @@ class EventSourcedProvider(MemoryProvider):
         # the records are embedded later (``Indexer.written``).
         try:
             ops = self.expectations(records, requests)
-            indexed = [
-                self.indexer.indexed_event(r, self.scope, trace.caused_by(written.event_id))
-                for r, written in zip(records, envelopes, strict=True)
+            indexed = (
+                self.indexer.indexed_events(records, envelopes, self.scope, trace)
                 if embedding is not None
-            ]
+                else []
+            )
             markers, marker_ops, marker_events = (
                 self.owed_parts(records) if deferring else ([], [], [])
             )

@@ -387,6 +387,20 @@ class Indexer:
             key=record.key, index_type="vector", provider_id=record.namespace, model=self.model
         ).to_envelope(scope=scope, trace=trace)
 
+    def indexed_events(
+        self,
+        records: Sequence[Record],
+        written: Sequence[EventEnvelope],
+        scope: Scope,
+        trace: TraceContext,
+    ) -> list[EventEnvelope]:
+        """The ``memory.indexed`` events of storing the vectors of ``records`` just written, each
+        caused by its ``memory.written`` event (aligned with them)."""
+        return [
+            self.indexed_event(r, scope, trace.caused_by(event.event_id))
+            for r, event in zip(records, written, strict=True)
+        ]
+
     def committed(
         self,
         namespace: str,

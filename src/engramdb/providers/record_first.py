@@ -120,11 +120,7 @@ class _After:
         trace: TraceContext,
     ) -> None:
         self.provider, self.queue, self.stored, self.markers = provider, queue, stored, markers
-        indexer = provider.indexer
-        self.indexed = [
-            indexer.indexed_event(r, provider.scope, trace.caused_by(written.event_id))
-            for r, written in zip(stored, envelopes, strict=True)
-        ]
+        self.indexed = provider.indexer.indexed_events(stored, envelopes, provider.scope, trace)
 
     def finish(self, embedded: Embedded) -> None:
         provider, stored = self.provider, self.stored

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -165,9 +165,7 @@ class SqliteWorker:
             if conn is None:
                 raise EngineClosedError("the SQLite backend is closed", path=self.path)
             relaxed = self._synchronous == "full" and not any(q.durable for q in group)
-            if relaxed:
-                conn.execute("PRAGMA synchronous = NORMAL")
-            try:
+            with _unsynced(conn) if relaxed else contextlib.nullcontext():
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     for queued in group:
@@ -177,9 +175,6 @@ class SqliteWorker:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     raise
-            finally:
-                if relaxed:
-                    conn.execute("PRAGMA synchronous = FULL")
         except BaseException as exc:
             # Nothing of the group is stored: every caller hears why.
             outcomes = [(exc, True)] * len(group)
@@ -212,6 +207,16 @@ class SqliteWorker:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._executor, conn.close)
         self._executor.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _unsynced(conn: sqlite3.Connection) -> Iterator[None]:
+    """Commits made inside do not wait for the log's sync (``synchronous=FULL`` again after)."""
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA synchronous = FULL")
 
 
 def _in_savepoint(
