@@ -19,6 +19,10 @@ DbOption = Annotated[
     typer.Option(help="Database path or postgresql:// URL (default: the global --db)."),
 ]
 
+#: A request's line and headers may be this long: a long query reaches the service, which
+#: answers it in JSON (the HTTP parser's own 16 KiB limit answers in plain text).
+MAX_REQUEST_HEAD = 1_048_576
+
 
 class AuthChoice(StrEnum):
     """``serve --auth`` values."""
@@ -133,9 +137,21 @@ def register(app: typer.Typer) -> None:
                 settings, target, vectors=vectors, auto_formation=auto_formation, files=files
             )
             uvicorn.run(
-                FACTORY, factory=True, workers=workers, host=host, port=port, log_level="warning"
+                FACTORY,
+                factory=True,
+                workers=workers,
+                host=host,
+                port=port,
+                log_level="warning",
+                h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
             )
             return
         config = engine_config(vectors=vectors, auto_formation=auto_formation, files=files)
         application = create_app(settings, db=target, config=config)
-        uvicorn.run(application, host=host, port=port, log_level="warning")
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level="warning",
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+        )
