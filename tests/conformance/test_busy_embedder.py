@@ -4,7 +4,8 @@ The engine embeds through ``OpenAIEmbedder`` against the local fake server, whic
 with ``Retry-After`` for a while (an ``outage``) and then recovers. Every memorize is
 acknowledged and stored with its event; what could not be embedded is found by full text
 meanwhile and gets its vector once the server is back: by the background catch-up, on the
-next successful write, or by ``reindex(stale_only=True)`` after a restart.
+next successful write, by the next engine to open the store (a conversation turn's pending
+record), or by ``reindex(stale_only=True)`` after a restart.
 """
 
 from __future__ import annotations
@@ -124,19 +125,44 @@ async def test_a_short_outage_is_waited_out_honouring_retry_after(
         assert len(fake.asked("embeddings")) == 2
 
 
-async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
-    target: str, fake: FakeChatServer
-) -> None:
+async def _stopped_during_an_outage(target: str, fake: FakeChatServer, kind: str) -> None:
+    """``TEXTS`` memorized as ``kind`` while the embeddings server is out, the process stopped
+    before it is back."""
     fake.outage("embeddings", 60.0, retry_after="30")
     async with engramdb.open(target, config=config(fake)) as engine:
         memory = engine.scope(tenant="acme", user="dave")
         for text in TEXTS:
-            await memory.episodic.memorize(MemoryItem(text=text, role="user"))
+            if kind == "episodic":
+                await memory.episodic.memorize(MemoryItem(text=text, role="user"))
+            else:
+                await memory.semantic.memorize(MemoryItem(text=text))
         assert len(engine.indexer.pending) == len(TEXTS)
     fake.outages.clear()
+
+
+async def test_what_waited_when_the_process_stopped_is_embedded_by_reindex_stale(
+    target: str, fake: FakeChatServer
+) -> None:
+    await _stopped_during_an_outage(target, fake, "semantic")
     async with engramdb.open(target, config=config(fake)) as engine:
         assert await stale(engine) == len(TEXTS)
         assert await engine.reindex(stale_only=True) == len(TEXTS)
+        assert await stale(engine) == 0
+        memory = engine.scope(tenant="acme", user="dave")
+        hits = await memory.semantic.remember("Ana plays the cello")
+        # The fake server's vectors mean nothing, so only the full-text hit is certain.
+        assert "My sister Ana plays the cello" in [hit.text for hit in hits]
+        assert any("vector" in hit.score_breakdown for hit in hits)
+
+
+async def test_turns_that_waited_when_the_process_stopped_are_embedded_by_the_next_open(
+    target: str, fake: FakeChatServer
+) -> None:
+    await _stopped_during_an_outage(target, fake, "episodic")
+    # Each turn's transaction held a pending record owing its vector: the next engine to
+    # open the store embeds them, no reindex asked.
+    async with engramdb.open(target, config=config(fake)) as engine:
+        await engine.indexer.deferred.drain()
         assert await stale(engine) == 0
         hits = await engine.scope(tenant="acme", user="dave").episodic.remember("cello")
         assert hits[0].text == "My sister Ana plays the cello"

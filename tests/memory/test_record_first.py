@@ -29,6 +29,8 @@ from engramdb.storage.records import Record, RecordQuery
 SCOPE = {"tenant": "acme", "user": "alice"}
 TURN = "We sailed to Hydra in June. The ferry was late. My brother lost his hat overboard."
 EPISODES = RecordQuery(EPISODIC_SPEC.namespace, None)
+#: A turn of one sentence: no parts of its own.
+SHORT = "Thanks, that helps a lot!"
 #: The same key's next text.
 LATER = "We flew to Crete in May. The flight was early. My sister found a hat on the beach."
 
@@ -67,6 +69,32 @@ async def test_the_vector_is_stored_and_found_when_memorize_returns(
         assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
 
 
+async def _left_without_its_vector(target: str, text: str) -> None:
+    """What a process that died between a turn's commit and its vector's leaves behind: the
+    record and its pending-parts record, and no vector."""
+    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
+        provider = engine.scope(**SCOPE).episodic.provider
+        await provider.write_many([WriteRequest("turn-1", {"text": text, "role": "user"})])
+        markers = provider._markers_provider()
+        ops, events = markers.prepared(
+            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
+        )
+        await engine.backend.commit(ops, events)
+
+
+async def _noting_commits(engine: Engine, log: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a first write (the model loaded), each commit is noted in ``log``, emptied."""
+    await engine.scope(**SCOPE).episodic.memorize(MemoryItem(text="Warm up.", role="user"))
+    commit = engine.backend.commit
+
+    async def noted(*args: Any) -> Any:
+        log.append("commit")
+        return await commit(*args)
+
+    monkeypatch.setattr(engine.backend, "commit", noted)
+    log.clear()
+
+
 class Logged(WrappingEmbedder[MiniLMEmbedder]):
     """The real model, noting in ``log`` when it is handed a write's texts."""
 
@@ -88,15 +116,7 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
     log: list[str] = []
     async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
         mem = engine.scope(**SCOPE)
-        await mem.episodic.memorize(MemoryItem(text="Warm up.", role="user"))
-        commit = engine.backend.commit
-
-        async def noted(*args: Any) -> Any:
-            log.append("commit")
-            return await commit(*args)
-
-        monkeypatch.setattr(engine.backend, "commit", noted)
-        log.clear()
+        await _noting_commits(engine, log, monkeypatch)
         await mem.episodic.memorize(MemoryItem(text=TURN, role="user"))
         # The turn's transaction is committed while the model runs.
         assert log[:2] == ["model", "commit"]
@@ -104,31 +124,25 @@ async def test_the_model_is_asked_before_the_write_goes_to_the_store(
         assert len(whole) == 2
 
 
-async def test_a_record_left_without_its_vector_gets_it_with_its_parts_at_the_next_open(
-    target: str, embedder: MiniLMEmbedder
+@pytest.mark.parametrize(("text", "asked"), [(TURN, "who lost a hat?"), (SHORT, "did that help?")])
+async def test_a_record_left_without_its_vector_gets_it_with_any_parts_at_the_next_open(
+    target: str, embedder: MiniLMEmbedder, text: str, asked: str
 ) -> None:
-    # What a process that died between the record's commit and its vector's leaves behind:
-    # the record and its pending-parts record, and no vector.
-    async with engramdb.open(target, config=EngineConfig(embedder=None)) as engine:
-        provider = engine.scope(**SCOPE).episodic.provider
-        await provider.write_many([WriteRequest("turn-1", {"text": TURN, "role": "user"})])
-        markers = provider._markers_provider()
-        ops, events = markers.prepared(
-            [WriteRequest(new_id(), {"namespace": "episodic", "key": "turn-1"}, "parts")]
-        )
-        await engine.backend.commit(ops, events)
+    await _left_without_its_vector(target, text)
     async with engramdb.open(target, config=EngineConfig(embedder=embedder)) as engine:
-        hits = await engine.scope(**SCOPE).episodic.remember("who lost a hat?", limit=1)
-        assert [hit.text for hit in hits] == [TURN]
+        hits = await engine.scope(**SCOPE).episodic.remember(asked, limit=1)
+        assert [hit.text for hit in hits] == [text]
         assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
         (record,) = await engine.backend.scan(EPISODES)
         whole, parts = await _stored(engine)
         expected = await engine.indexer.embed_records(EPISODIC_SPEC, [record])
         assert expected is not None
+        owed = {} if expected[1][0] is None else {record.id: expected[1][0]}
         # Exactly what a write that computed every vector itself would have stored.
-        assert (whole, parts) == ({record.id: expected[0][0]}, {record.id: expected[1][0]})
+        assert (whole, parts) == ({record.id: expected[0][0]}, owed)
         indexed = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
-        assert sorted(e.payload["index_type"] for e in indexed) == ["parts", "vector"]
+        kinds = ["parts", "vector"] if owed else ["vector"]
+        assert sorted(e.payload["index_type"] for e in indexed) == kinds
 
 
 async def test_a_memorize_cancelled_after_its_commit_still_stores_its_vector(
@@ -198,3 +212,34 @@ async def test_closing_the_engine_stores_the_vectors_it_queued(
         (record,) = await engine.backend.scan(EPISODES)
         ids, _ = await engine.backend.search.vectors(EPISODES, MiniLMEmbedder().model_id)
         assert ids == [record.id]
+
+
+async def test_a_one_sentence_turn_is_committed_while_the_model_runs_and_settled_with_its_vector(
+    target: str, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log: list[str] = []
+    async with engramdb.open(target, config=EngineConfig(embedder=Logged(embedder, log))) as engine:
+        mem = engine.scope(**SCOPE)
+        await _noting_commits(engine, log, monkeypatch)
+        before = (await engine.events.read(EventQuery()))[-1].position or 0
+        await mem.episodic.memorize(MemoryItem(text=SHORT, role="user"))
+        assert log[:2] == ["model", "commit"]
+        # Nothing is left owed: no parts, and its pending record went with its vector.
+        assert len(engine.indexer.deferred) == 0
+        assert await engine.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None)) == []
+        (record,) = [r for r in await engine.backend.scan(EPISODES) if r.value["text"] == SHORT]
+        whole, parts = await _stored(engine)
+        assert whole[record.id or 0] == await _whole_vector(engine, record)
+        assert record.id not in parts
+        after = await engine.events.read(EventQuery(after=before))
+        said = [(e.event_type, e.provider_id, e.payload.get("index_type")) for e in after]
+        # The turn and its pending record in one transaction; its vector and the pending
+        # record's deletion in the next.
+        assert said == [
+            ("memory.written", "episodic", None),
+            ("memory.written", PARTS_PENDING_SPEC.namespace, None),
+            ("memory.indexed", "episodic", "vector"),
+            ("memory.deleted", PARTS_PENDING_SPEC.namespace, None),
+        ]
+        hits = await mem.episodic.remember("did that help?", limit=2)
+        assert SHORT in [hit.text for hit in hits]

@@ -45,8 +45,16 @@ async def engines(embedder: MiniLMEmbedder) -> AsyncIterator[tuple[Engine, Engin
         engramdb.open(url, config=vectors_only) as reader,
     ):
         for turn in TURNS:
-            await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=turn, role="user"))
+            await _memorize(writer, MemoryItem(text=turn, role="user"))
         yield writer, reader
+
+
+async def _memorize(engine: Engine, item: MemoryItem, scope: dict[str, str] = SCOPE) -> None:
+    """``memorize`` through ``engine``, and the vector write it queued committed (a read of
+    its own comes after it): another engine sees a lone turn's vector once that is, just after
+    ``memorize`` returns, and until then finds the turn by full text only."""
+    await engine.scope(**scope).episodic.memorize(item)
+    await engine.backend.scan(EPISODES)
 
 
 def _held(engine: Engine, user: str = "alice") -> VectorIndex | None:
@@ -69,7 +77,7 @@ async def test_another_engines_writes_are_followed_key_by_key(
     index = _held(reader)
     assert index is not None
     assert len(index) == len(TURNS)
-    await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user"))
     # No wait: the next search reads the log first.
     assert (await _texts(reader, ASKED))[0] == NEW
     assert _held(reader) is index
@@ -84,11 +92,10 @@ async def test_a_key_written_again_is_found_by_its_new_text(
     engines: tuple[Engine, Engine],
 ) -> None:
     writer, reader = engines
-    mem = writer.scope(**SCOPE).episodic
-    await mem.memorize(MemoryItem(text=NEW, role="user", id="appointment"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user", id="appointment"))
     assert (await _texts(reader, ASKED))[0] == NEW
     later = "The plumber comes on Friday to fix the kitchen sink."
-    await mem.memorize(MemoryItem(text=later, role="user", id="appointment"))
+    await _memorize(writer, MemoryItem(text=later, role="user", id="appointment"))
     assert (await _texts(reader, "who fixes the kitchen sink?"))[0] == later
     assert NEW not in await _texts(reader, ASKED, limit=10)
 
@@ -129,10 +136,9 @@ async def test_more_changes_than_it_follows_load_the_partition_afresh(
     await _texts(reader, ASKED)
     index = _held(reader)
     monkeypatch.setattr(held_vectors, "CHANGES_READ", 3)
-    mem = writer.scope(**SCOPE).episodic
     for n in range(3):
-        await mem.memorize(MemoryItem(text=f"Note {n}: the car needs new tyres.", role="user"))
-    await mem.memorize(MemoryItem(text=NEW, role="user"))
+        await _memorize(writer, MemoryItem(text=f"Note {n}: the car needs new tyres.", role="user"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user"))
     assert (await _texts(reader, ASKED))[0] == NEW
     reloaded = _held(reader)
     assert reloaded is not None
@@ -147,16 +153,14 @@ async def test_a_partition_too_large_to_hold_is_searched_by_the_database(
     search = reader.backend.search
     assert isinstance(search, PostgresSearch)
     search.exact_nearest_up_to = len(TURNS) - 1
-    await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user"))
     assert (await _texts(reader, ASKED))[0] == NEW
     assert _held(reader) is None
 
 
 async def test_a_filtered_search_is_the_databases(engines: tuple[Engine, Engine]) -> None:
     writer, reader = engines
-    await writer.scope(**SCOPE).episodic.memorize(
-        MemoryItem(text=NEW, role="user", metadata={"topic": "health"})
-    )
+    await _memorize(writer, MemoryItem(text=NEW, role="user", metadata={"topic": "health"}))
     hits = await reader.scope(**SCOPE).episodic.remember(ASKED, filters={"topic": "health"})
     assert [hit.text for hit in hits] == [NEW]
     assert _held(reader) is None
@@ -170,14 +174,14 @@ async def test_the_least_recently_searched_partition_leaves_first(
     reader.indexer.held._budget = len(TURNS) + 1
     bob = {"tenant": "acme", "user": "bob"}
     for turn in TURNS[:2]:
-        await writer.scope(**bob).episodic.memorize(MemoryItem(text=turn, role="user"))
+        await _memorize(writer, MemoryItem(text=turn, role="user"), bob)
     await _texts(reader, ASKED)
     assert _held(reader) is not None
     assert await _texts(reader, "piano lessons", scope=bob)
     assert _held(reader, "bob") is not None
     assert _held(reader) is None
     # Dropped is not lost: searched again, the partition loads afresh.
-    await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user"))
     assert (await _texts(reader, ASKED))[0] == NEW
 
 
@@ -186,14 +190,14 @@ async def test_a_kept_record_hidden_or_expired_elsewhere_is_not_returned(
 ) -> None:
     writer, reader = engines
     mem = writer.scope(**SCOPE).episodic
-    await mem.memorize(MemoryItem(text=NEW, role="user", id="appointment"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user", id="appointment"))
     assert (await _texts(reader, ASKED))[0] == NEW  # its record is now kept by the reader
     assert await mem.provider.forget("appointment", mode="soft")
     assert NEW not in await _texts(reader, ASKED, limit=10)
     assert await mem.provider.restore("appointment")
     assert (await _texts(reader, ASKED))[0] == NEW
     brief = "The dentist called: the appointment is cancelled for today."
-    await mem.memorize(MemoryItem(text=brief, role="user", ttl_ms=400))
+    await _memorize(writer, MemoryItem(text=brief, role="user", ttl_ms=400))
     assert brief in await _texts(reader, "did the dentist call?", limit=10)
     await asyncio.sleep(0.5)
     assert brief not in await _texts(reader, "did the dentist call?", limit=10)
@@ -205,15 +209,14 @@ async def test_records_read_before_a_change_was_followed_are_not_kept(
     writer, reader = engines
     held = reader.indexer.held
     assert held is not None
-    mem = writer.scope(**SCOPE).episodic
-    await mem.memorize(MemoryItem(text=NEW, role="user", id="appointment"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user", id="appointment"))
     assert (await _texts(reader, ASKED))[0] == NEW
     slot = (EPISODIC_SPEC.namespace, Scope(tenant="acme", user="alice"))
     (old,) = [r for r in await reader.backend.scan(EPISODES) if r.key == "appointment"]
     assert old.id is not None
     began = held.generation(slot)  # a search reads ``old`` ...
     later = "The plumber comes on Friday to fix the kitchen sink."
-    await mem.memorize(MemoryItem(text=later, role="user", id="appointment"))
+    await _memorize(writer, MemoryItem(text=later, role="user", id="appointment"))
     assert (await _texts(reader, "who fixes the kitchen sink?"))[0] == later
     # ... and would keep it only now, after another search followed the change.
     held.keep(slot, [old], began)
@@ -224,7 +227,7 @@ async def test_records_read_before_a_change_was_followed_are_not_kept(
 async def test_many_searches_at_once_find_the_same(engines: tuple[Engine, Engine]) -> None:
     writer, reader = engines
     await _texts(reader, ASKED)
-    await writer.scope(**SCOPE).episodic.memorize(MemoryItem(text=NEW, role="user"))
+    await _memorize(writer, MemoryItem(text=NEW, role="user"))
     # Beyond a few at once, the database answers: every one finds the write all the same.
     found = await asyncio.gather(*(_texts(reader, ASKED) for _ in range(12)))
     assert all(texts[0] == NEW for texts in found)

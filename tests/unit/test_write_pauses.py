@@ -118,3 +118,35 @@ async def test_a_stream_of_writes_delays_the_pause_but_never_starves_it() -> Non
     stop.set()
     assert await writing > 0
     assert not pauses.paused()  # returned on max_wait_s, not on a pause
+
+
+async def test_between_returns_at_once_with_no_write_in_flight() -> None:
+    await asyncio.wait_for(WritePauses(3600.0, 3600.0).between(), HANG_S)
+
+
+async def test_between_goes_on_as_soon_as_the_writes_in_flight_end_without_quiet() -> None:
+    pauses = WritePauses(3600.0, 3600.0)
+    said: list[str] = []
+
+    async def writer() -> None:
+        with pauses.writing():
+            await asyncio.sleep(0.01)
+            said.append("write ended")
+
+    async def waiter() -> None:
+        await pauses.between()
+        said.append("between")
+
+    write = asyncio.create_task(writer())
+    await asyncio.sleep(0)  # the write has begun
+    await asyncio.wait_for(asyncio.gather(write, waiter()), HANG_S)
+    assert said == ["write ended", "between"]
+    assert not pauses.paused()  # no quiet yet: ``pause`` would still wait
+
+
+async def test_between_forgets_a_write_that_never_ended_after_max_wait() -> None:
+    pauses = WritePauses(3600.0, 0.05)
+    pauses.began()
+    await asyncio.wait_for(pauses.between(), HANG_S)
+    assert pauses.in_flight == 0
+    await asyncio.wait_for(pauses.between(), HANG_S)

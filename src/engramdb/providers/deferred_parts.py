@@ -22,8 +22,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
+from typing import Any
 
 from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, MemoryDeleted, MemoryIndexed, new_id
@@ -33,7 +42,7 @@ from engramdb.providers.write_pauses import WritePauses
 from engramdb.storage.backend import Backend
 from engramdb.storage.records import Delete, Record, RecordQuery
 
-__all__ = ["PARTS_PENDING_SPEC", "DeferredParts", "PendingParts"]
+__all__ = ["PARTS_PENDING_SPEC", "DeferredParts", "PendingParts", "marker_deletes"]
 
 _log = logging.getLogger(__name__)
 
@@ -69,7 +78,9 @@ class DeferredParts:
         quiet_s: parts are computed once no write has come for this long …
         max_wait_s: … or this long after they were due, so a steady stream of writes delays
             them but never starves them.
-        batch: records whose parts go to the model in one call.
+        batch: records whose parts are computed and stored together.
+        slice_texts: texts per model call in the background: a write that comes meanwhile
+            waits for one such call at most, then has the model before the rest.
     """
 
     def __init__(
@@ -82,6 +93,7 @@ class DeferredParts:
         quiet_s: float = 0.05,
         max_wait_s: float = 10.0,
         batch: int = 8,
+        slice_texts: int = 4,
     ) -> None:
         self.backend = backend
         self._embed = embed
@@ -90,8 +102,13 @@ class DeferredParts:
         #: The writes this engine has under way, which the parts wait for a pause in.
         self.pauses = WritePauses(quiet_s, max_wait_s)
         self.batch = batch
+        self.slice_texts = slice_texts
         self._waiting: dict[tuple[str, Scope], list[PendingParts]] = {}
         self._lock = asyncio.Lock()
+        #: Set while a search or a drain waits for the lock: the background work stops
+        #: yielding to writes, so that they need not wait for the writes too.
+        self._asked = asyncio.Event()
+        self._askers = 0
         self._task: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -106,15 +123,20 @@ class DeferredParts:
         with self.pauses.writing():
             yield
 
+    def alone(self) -> bool:
+        """Whether the write under way (inside ``writing``) is the only one."""
+        return self.pauses.in_flight <= 1
+
     def marker_requests(
-        self, spec: ProjectionSpec, records: Sequence[Record]
+        self, spec: ProjectionSpec, records: Sequence[Record], *, whole: bool = False
     ) -> list[tuple[int, str, dict[str, str]]]:
-        """For each of ``records`` that has parts: its position, the key of its pending record
-        and that record's value (written with the records, in their transaction)."""
+        """For each of ``records`` that has parts (``whole``: each of them, its whole-text
+        vector owed too): its position, the key of its pending record and that record's value
+        (written with the records, in their transaction)."""
         return [
             (position, new_id(), {"namespace": spec.namespace, "key": record.key})
             for position, record in enumerate(records)
-            if spec.record_embed_parts(record)
+            if whole or spec.record_embed_parts(record)
         ]
 
     def committed(
@@ -146,7 +168,7 @@ class DeferredParts:
         every part vector of what was written before it."""
         if (namespace, partition) not in self._waiting:
             return
-        async with self._lock:
+        async with self._first():
             items = self._waiting.pop((namespace, partition), [])
             await self._compute_all(items)
 
@@ -191,7 +213,7 @@ class DeferredParts:
                         self._waiting[slot] = rest
                     else:
                         del self._waiting[slot]
-                    await self._compute(chunk)
+                    await self._compute(chunk, background=True)
         except Exception as exc:
             # The store or the model cannot be used now: the pending records stay in the store,
             # computed on the next search of their partition or by the next engine to open it.
@@ -201,10 +223,11 @@ class DeferredParts:
         for start in range(0, len(items), self.batch):
             await self._compute(items[start : start + self.batch])
 
-    async def _compute(self, items: Sequence[PendingParts]) -> None:
+    async def _compute(self, items: Sequence[PendingParts], *, background: bool = False) -> None:
         """Embed the parts of ``items`` (of one namespace and partition), and the whole text of
-        those stored without their vector (a write that died before storing it), in one call;
-        store them, then delete the pending records."""
+        those stored without their vector (a write that died before storing it), in one call
+        (``background``: in slices, each write that comes meanwhile going first); store them,
+        then delete the pending records."""
         if not items:
             return
         spec, partition, model = items[0].spec, items[0].partition, self._model()
@@ -213,12 +236,21 @@ class DeferredParts:
         query = RecordQuery(spec.namespace, None, ids=ids, hidden=None)
         found, mains = await self.backend.search.vectors(query, model) if ids else ([], [])
         whole = dict(zip(found, mains, strict=True))
-        todo = [records[i] for i in ids]
+        texts_of = {i: spec.record_embed_parts(records[i]) for i in ids}
+        # A record without parts whose whole-text vector is stored owes nothing more.
+        todo = [records[i] for i in ids if texts_of[i] or i not in whole]
         unvectored = [r for r in todo if r.id not in whole]
-        texts = [spec.record_embed_parts(r) for r in todo]
+        texts = [texts_of[r.id or 0] for r in todo]
         wanted = [spec.record_embed_text(r) for r in unvectored]
+        everything = wanted + [text for each in texts for text in each]
         blobs = (
-            await self._embed(wanted + [text for each in texts for text in each]) if todo else []
+            (
+                await self._between_writes(everything)
+                if background
+                else await self._embed(everything)
+            )
+            if todo
+            else []
         )
         if blobs is None:
             return
@@ -233,11 +265,43 @@ class DeferredParts:
                 model,
                 [(r.id, whole[r.id]) for r in todo if r.id is not None],
                 [_indexed_event(r, model, "vector") for r in unvectored]
-                + [_indexed_event(r, model, "parts") for r in todo],
+                + [
+                    _indexed_event(r, model, "parts")
+                    for r, each in zip(todo, texts, strict=True)
+                    if each
+                ],
                 parts=parts,
             )
             self._refresh(spec.namespace, partition, todo, [whole[r.id or 0] for r in todo], parts)
         await self._delete_markers([(item.marker_scope, item.marker_key) for item in items])
+
+    @contextlib.asynccontextmanager
+    async def _first(self) -> AsyncIterator[None]:
+        """The lock, for a search or a drain: the background work holding it hurries."""
+        self._askers += 1
+        self._asked.set()
+        try:
+            async with self._lock:
+                yield
+        finally:
+            self._askers -= 1
+            if not self._askers:
+                self._asked.clear()
+
+    async def _between_writes(self, texts: Sequence[str]) -> list[bytes] | None:
+        """``texts`` embedded ``slice_texts`` at a time, letting each write begun meanwhile
+        end first (unless a search waits for this work): the model runs one call at a time,
+        so a write waits for one slice at most, and a steady stream of writes still leaves
+        room for a slice between two of them."""
+        blobs: list[bytes] = []
+        for start in range(0, len(texts), self.slice_texts):
+            if start and self.pauses.in_flight and not self._asked.is_set():
+                await _first_of(self.pauses.between(), self._asked.wait())
+            got = await self._embed(texts[start : start + self.slice_texts])
+            if got is None:
+                return None
+            blobs += got
+        return blobs
 
     async def _records(self, items: Sequence[PendingParts]) -> dict[int, Record]:
         """The records of ``items`` still stored, by id (looked up by key when their id
@@ -258,7 +322,7 @@ class DeferredParts:
 
     async def drain(self) -> None:
         """Compute every part vector this process owes, now."""
-        async with self._lock:
+        async with self._first():
             while self._waiting:
                 _, items = self._waiting.popitem()
                 await self._compute_all(items)
@@ -269,10 +333,7 @@ class DeferredParts:
         # Another engine (one resuming at open) may have computed and deleted some already.
         stored = await self.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None, keys=keys))
         if stored:
-            await self.backend.commit(
-                [Delete(PARTS_PENDING_SPEC.namespace, r.scope, r.key) for r in stored],
-                [_deleted_event(r.scope, r.key) for r in stored],
-            )
+            await self.backend.commit(*marker_deletes([(r.scope, r.key) for r in stored]))
 
     async def close(self) -> None:
         """Compute what is still owed, then stop (what cannot be computed stays pending, in
@@ -289,14 +350,35 @@ class DeferredParts:
             self._waiting.clear()
 
 
+async def _first_of(*waits: Coroutine[Any, Any, Any]) -> None:
+    """Wait until one of ``waits`` is done; the others are cancelled."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
 def _indexed_event(record: Record, model: str, index_type: str) -> EventEnvelope:
     return MemoryIndexed(
         key=record.key, index_type=index_type, provider_id=record.namespace, model=model
     ).to_envelope(scope=record.scope)
 
 
-def _deleted_event(scope: Scope, key: str) -> EventEnvelope:
-    return MemoryDeleted(key=key, provider_id=PARTS_PENDING_SPEC.namespace).to_envelope(scope=scope)
+def marker_deletes(
+    markers: Sequence[tuple[Scope, str]],
+) -> tuple[list[Delete], list[EventEnvelope]]:
+    """The ops and ``memory.deleted`` events that delete the pending records ``markers`` (each
+    its scope and key)."""
+    namespace = PARTS_PENDING_SPEC.namespace
+    return (
+        [Delete(namespace, scope, key) for scope, key in markers],
+        [
+            MemoryDeleted(key=key, provider_id=namespace).to_envelope(scope=scope)
+            for scope, key in markers
+        ],
+    )
 
 
 def _said(exc: Exception) -> str:

@@ -335,12 +335,12 @@ class EventSourcedProvider(MemoryProvider):
         ]
 
     def owed_parts(
-        self, records: Sequence[Record]
+        self, records: Sequence[Record], *, whole: bool = False
     ) -> tuple[list[tuple[int, str]], list[Op], list[EventEnvelope]]:
-        """The pending-parts records owed by those of ``records`` that have parts: each one's
-        position and key, and the ops and events that write them (in the records'
-        transaction)."""
-        markers = self.indexer.deferred.marker_requests(self.spec, records)
+        """The pending-parts records owed by those of ``records`` that have parts (``whole``:
+        by each of them, which owes its whole-text vector too): each one's position and key,
+        and the ops and events that write them (in the records' transaction)."""
+        markers = self.indexer.deferred.marker_requests(self.spec, records, whole=whole)
         if not markers:
             return [], [], []
         ops, events = self._markers_provider().prepared(

@@ -1,16 +1,18 @@
-"""``write_record_first``: a lone write whose record owes part vectors is committed while the
-model computes its whole-text vector, and the vector is queued right after.
+"""``write_record_first``: a lone write into a namespace with part vectors is committed while
+the model computes its whole-text vector, and the vector is queued right after.
 
-Such a write already leaves its part vectors owed when it is acknowledged (``DeferredParts``):
-its transaction holds a *pending parts* record naming it. That pending record makes the
-whole-text vector just as safe to store in a transaction of its own: a record whose vector is
-not stored when the process dies is embedded, whole text and parts, by the next engine to open
-the store (``DeferredParts.resume``). So the record, its ``memory.written`` event and the
-pending record are committed while the model runs, and the vector follows with its
-``memory.indexed`` event: the caller waits for the longer of the embedding and the commit, not
-for both one after the other, and not for the vector's commit either. That vector's write need
-not be durable the moment it commits (``queue_vectors``): the pending record, which is, has it
-made again.
+Its transaction holds a *pending parts* record naming it (``DeferredParts``): its part vectors,
+if it has parts, are owed when it is acknowledged, and so is its whole-text vector until that
+is stored. A record whose vector is not stored when the process dies is embedded, whole text
+and parts, by the next engine to open the store (``DeferredParts.resume``). So the record, its
+``memory.written`` event and the pending record are committed while the model runs, and the
+vector follows with its ``memory.indexed`` event: the caller waits for the longer of the
+embedding and the commit, not for both one after the other, and not for the vector's commit
+either. That vector's write need not be durable the moment it commits (``queue_vectors``): the
+pending record, which is, has it made again. A record without parts (a one-sentence turn)
+takes this path only when no other write is under way, and owes nothing once its vector is
+stored: its pending record is deleted in the vector's own transaction, so nothing is left for a
+search to settle.
 
 Only on a backend that queues vector writes (``QueuedVectorWrites``): the vector's write is
 queued before the write returns and every later read and write of the tenant in this process
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING
 from engramdb.core.errors import EngramError
 from engramdb.core.events import EventEnvelope, TraceContext
 from engramdb.core.types import MemoryEntry
+from engramdb.providers.deferred_parts import marker_deletes
 from engramdb.providers.indexing import Embedded
 from engramdb.providers.projection import record_entry
 from engramdb.storage.backend import QueuedVectorWrites
@@ -49,16 +52,21 @@ def vector_queue(
     provider: EventSourcedProvider, records: Sequence[Record]
 ) -> QueuedVectorWrites | None:
     """The backend, when a write of ``records`` is one ``write_record_first`` takes: a lone
-    record that has parts, in a namespace with vectors and part vectors, on a backend that
-    queues vector writes."""
-    spec, backend = provider.spec, provider.backend
+    record in a namespace with vectors and part vectors, on a backend that queues vector
+    writes; one without parts only when no other write of the engine is under way.
+
+    A record without parts owes nothing but its vector, so taking this path only moves its
+    commit from after the model to beside it: a caller alone saves that wait, while under
+    concurrent writes it would only add a transaction per write (the model and the database
+    are busy with the others anyway)."""
+    spec, backend, indexer = provider.spec, provider.backend, provider.indexer
     if (
         len(records) == 1
         and spec.vectors
-        and provider.indexer.embedder is not None
+        and indexer.embedder is not None
         and spec.embed_parts is not None
         and isinstance(backend, QueuedVectorWrites)
-        and spec.record_embed_parts(records[0])
+        and (indexer.deferred.alone() or bool(spec.record_embed_parts(records[0])))
     ):
         return backend
     return None
@@ -80,7 +88,7 @@ async def write_record_first(
         ops += [
             Put(r, if_absent=request.create) for r, request in zip(records, requests, strict=True)
         ]
-        markers, marker_ops, marker_events = provider.owed_parts(records)
+        markers, marker_ops, marker_events = provider.owed_parts(records, whole=True)
         companion_ops, companion_events = provider.companion_writes(records)
         ops += marker_ops + companion_ops
         events = envelopes + marker_events + companion_events
@@ -119,8 +127,15 @@ class _After:
         markers: Sequence[tuple[int, str]],
         trace: TraceContext,
     ) -> None:
-        self.provider, self.queue, self.stored, self.markers = provider, queue, stored, markers
+        self.provider, self.queue, self.stored = provider, queue, stored
         self.indexed = provider.indexer.indexed_events(stored, envelopes, provider.scope, trace)
+        spec, scope = provider.spec, provider.scope
+        # A record with parts keeps its pending record until they are stored; one without
+        # settles it with its vector.
+        self.markers = [(p, key) for p, key in markers if spec.record_embed_parts(stored[p])]
+        self.settled = marker_deletes(
+            [(scope, key) for p, key in markers if not spec.record_embed_parts(stored[p])]
+        )
 
     def finish(self, embedded: Embedded) -> None:
         provider, stored = self.provider, self.stored
@@ -134,12 +149,14 @@ class _After:
                 for r, v, event in zip(stored, vectors, self.indexed, strict=True)
                 if r.id is not None
             ]
+            deletes, deleted = self.settled
             try:
                 self.queue.queue_vectors(
                     indexer.model,
                     [(record_id, vector) for record_id, vector, _, _ in kept],
-                    [event for _, _, _, event in kept],
+                    [event for _, _, _, event in kept] + deleted,
                     [version for _, _, version, _ in kept],
+                    deletes=deletes,
                 ).add_done_callback(_unstored)
             except EngramError as exc:  # closed meanwhile
                 _log.warning("vectors left for the next start to compute: %s", exc.message)

@@ -44,16 +44,22 @@ class WritePauses:
         self.in_flight = 0
         #: When a write last began or ended (long before any write: the writes start paused).
         self._last = clock() - max(quiet_s, max_wait_s)
+        #: Set while no write is in flight.
+        self._none = asyncio.Event()
+        self._none.set()
 
     def began(self) -> None:
         """A write began (its embedding or commit is under way)."""
         self.in_flight += 1
         self._last = self._clock()
+        self._none.clear()
 
     def ended(self) -> None:
         """A write ended, committed or not."""
         self.in_flight = max(0, self.in_flight - 1)
         self._last = self._clock()
+        if not self.in_flight:
+            self._none.set()
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -69,8 +75,12 @@ class WritePauses:
         ``max_wait_s`` has passed without any)."""
         idle = self._clock() - self._last
         if idle >= self.max_wait_s:
-            self.in_flight = 0
+            self._forget_writes()
         return idle >= self.quiet_s and not self.in_flight
+
+    def _forget_writes(self) -> None:
+        self.in_flight = 0
+        self._none.set()
 
     def _until_quiet(self) -> float:
         """How long until the writes may count as paused, if nothing else begins."""
@@ -85,3 +95,14 @@ class WritePauses:
             if self.paused():
                 return
             await asyncio.sleep(min(self._until_quiet(), self.max_wait_s - waited))
+
+    async def between(self) -> None:
+        """Wait until no write is in flight (at once if none is), ``max_wait_s`` at most:
+        work done in small steps goes on between the writes rather than after them all."""
+        if not self.in_flight:
+            return
+        try:
+            await asyncio.wait_for(self._none.wait(), self.max_wait_s)
+        except TimeoutError:
+            # Writes that never ended (their commit failed between the two calls).
+            self._forget_writes()

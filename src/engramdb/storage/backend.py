@@ -18,7 +18,7 @@ from engramdb.core.errors import ValidationError
 from engramdb.core.events import EventEnvelope
 from engramdb.core.scope import Scope, ScopeFilter
 from engramdb.core.validation import check_text
-from engramdb.storage.records import Amend, Op, Record, RecordQuery
+from engramdb.storage.records import Amend, Delete, Op, Record, RecordQuery
 from engramdb.storage.search_backend import SearchBackend
 
 #: The largest log position a query may name (the REST API's bound too).
@@ -237,11 +237,14 @@ class QueuedVectorWrites(Protocol):
         vectors: Sequence[tuple[int, bytes]],
         events: Sequence[EventEnvelope],
         versions: Sequence[int],
+        *,
+        deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors, each for the record version
         ``versions`` gives (a record written again meanwhile keeps its own vector), queued
-        before this returns; the future is done once they are committed (or failed, with the
-        driver's error). Their commit need not be durable at once: the next durable commit
-        makes it so, and a crash before it loses vectors that are owed by a durable record
-        (``DeferredParts``), not data."""
+        before this returns, with ``deletes`` (the pending records the vectors settle; their
+        ``memory.deleted`` events are among ``events``) in the same transaction; the future is
+        done once they are committed (or failed, with the driver's error). Their commit need
+        not be durable at once: the next durable commit makes it so, and a crash before it
+        loses vectors that are owed by a durable record (``DeferredParts``), not data."""
         ...

@@ -382,16 +382,20 @@ class PostgresBackend:
         vectors: Sequence[tuple[int, bytes]],
         events: Sequence[EventEnvelope],
         versions: Sequence[int],
+        *,
+        deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
-        """``search.put_vectors`` of whole-text vectors, begun before this returns; every
-        transaction of the events' tenant begun after it comes after it (``QueuedWrites``).
-        Not a durable one (``hold_writers``): the records' durable pending-parts records have
-        them computed again if a crash of the server loses them."""
+        """``search.put_vectors`` of whole-text vectors, with ``deletes``, begun before this
+        returns; every transaction of the events' tenant begun after it comes after it
+        (``QueuedWrites``). Not a durable one (``hold_writers``): the records' durable
+        pending-parts records have them computed again if a crash of the server loses them
+        (and those deletes with them)."""
         context = context_for(e.scope for e in events) if events else ADMIN
+        then = [_statement(op) for op in deletes]
         return self._pool.queue(
             context,
             lambda: self._search.put_vectors(
-                model, vectors, events, versions=versions, durable=False
+                model, vectors, events, versions=versions, durable=False, then=then
             ),
         )
 

@@ -386,11 +386,12 @@ class PostgresSearch:
         parts: Sequence[bytes | None] | None = None,
         versions: Sequence[int] | None = None,
         durable: bool = True,
+        then: Sequence[tuple[str, Sequence[Any]]] = (),
     ) -> None:
         """Store vectors (and part vectors, aligned with them) by record id, skipping records
         deleted since they were read — and, with ``versions`` (aligned too), records written
-        again since — and append ``events`` in the same transaction (``durable=False``: see
-        ``hold_writers``)."""
+        again since — and append ``events`` in the same transaction, with the statements
+        ``then`` after them (``durable=False``: see ``hold_writers``)."""
         extra = parts if parts is not None else [None] * len(vectors)
         read = versions if versions is not None else [None] * len(vectors)
         batch = list(events)
@@ -418,6 +419,8 @@ class PostgresSearch:
                             )
                         ],
                     )
+                for statement in then:
+                    await cursor.execute(*statement)
             await insert_events(conn, batch)
 
     async def neighbours(

@@ -221,13 +221,20 @@ class SqliteBackend:
         vectors: Sequence[tuple[int, bytes]],
         events: Sequence[EventEnvelope],
         versions: Sequence[int],
+        *,
+        deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
-        """``search.put_vectors`` of whole-text vectors, in a write queued on the one connection
-        before this returns. Not a durable one (``SqliteWorker.queue``): the records' durable
-        pending-parts records have them computed again if a power cut loses them."""
-        return self._worker.queue(
-            vector_writes(model, vectors, events, versions=versions), durable=False
-        )
+        """``search.put_vectors`` of whole-text vectors, with ``deletes``, in a write queued on
+        the one connection before this returns. Not a durable one (``SqliteWorker.queue``): the
+        records' durable pending-parts records have them computed again if a power cut loses
+        them (and those deletes with them)."""
+        store, settled = vector_writes(model, vectors, events, versions=versions), list(deletes)
+
+        def write(conn: sqlite3.Connection) -> None:
+            store(conn)
+            _apply(conn, settled, ())
+
+        return self._worker.queue(write, durable=False)
 
     async def amend(
         self, namespace: str, scope: Scope, key: str, decide: Amend, *, writer: Scope | None = None
