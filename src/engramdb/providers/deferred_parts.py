@@ -243,15 +243,8 @@ class DeferredParts:
         texts = [texts_of[r.id or 0] for r in todo]
         wanted = [spec.record_embed_text(r) for r in unvectored]
         everything = wanted + [text for each in texts for text in each]
-        blobs = (
-            (
-                await self._between_writes(everything)
-                if background
-                else await self._embed(everything)
-            )
-            if todo
-            else []
-        )
+        embed = self._between_writes if background else self._embed
+        blobs = await embed(everything) if todo else []
         if blobs is None:
             return
         whole.update((r.id or 0, blob) for r, blob in zip(unvectored, blobs, strict=False))

@@ -132,10 +132,9 @@ class _After:
         spec, scope = provider.spec, provider.scope
         # A record with parts keeps its pending record until they are stored; one without
         # settles it with its vector.
-        self.markers = [(p, key) for p, key in markers if spec.record_embed_parts(stored[p])]
-        self.settled = marker_deletes(
-            [(scope, key) for p, key in markers if not spec.record_embed_parts(stored[p])]
-        )
+        owing = [(p, key, bool(spec.record_embed_parts(stored[p]))) for p, key in markers]
+        self.markers = [(p, key) for p, key, parts in owing if parts]
+        self.settled = marker_deletes([(scope, key) for _, key, parts in owing if not parts])
 
     def finish(self, embedded: Embedded) -> None:
         provider, stored = self.provider, self.stored
