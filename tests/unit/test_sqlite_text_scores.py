@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engramdb.core.scope import Scope, ScopeFilter
+from engramdb.storage.backend import EventQuery
 from engramdb.storage.records import Delete, Put, Record, RecordQuery
 from engramdb.storage.sqlite.backend import SqliteBackend
 from engramdb.storage.sqlite.partition import partition_token
@@ -189,6 +191,52 @@ async def test_the_term_rows_follow_puts_replaces_and_deletes(tmp_path: Path) ->
         assert "bob" not in terms
     finally:
         await backend.close()
+
+
+async def test_a_rebuild_recounts_its_namespace_and_leaves_the_others_alone(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.db"
+    carol = Scope(tenant="acme", user="carol")
+    # A namespace that extends "ns" with the separator shares its tokens' prefix.
+    neighbours = ("other", "ns\x1fx")
+    backend = await SqliteBackend.open(path)
+    try:
+        await backend.commit(
+            [Put(record(k, f"{k} living in Lisbon")) for k in ("a", "b")]
+            + [Put(replace(record("c", "moved to Porto", BOB), namespace=n)) for n in neighbours],
+            [],
+        )
+        kept = [*await backend.scan(RecordQuery("ns", ALICE))]
+        with sqlite3.connect(path) as conn:
+            # Statistics that drifted from the records (as no write leaves them): a count off,
+            # a partition of this namespace and one of each neighbour that hold no record.
+            conn.execute("UPDATE text_stats SET docs = docs + 5")
+            for namespace in ("ns", *neighbours):
+                part = partition_token(namespace, carol.columns())
+                conn.execute("INSERT INTO text_stats (part, docs) VALUES (?, 3)", (part,))
+                conn.execute(
+                    "INSERT INTO text_terms (part, term, docs) VALUES (?, 'x', 3)", (part,)
+                )
+        before = stored_terms(path)
+        source = EventQuery(provider_id="ns")
+        assert await backend.rebuild("ns", None, source, lambda events: kept) == 2
+    finally:
+        await backend.close()
+    mine = partition_token("ns", ALICE.columns())
+    after = stored_terms(path)
+    assert [row for row in after[1] if row[0] == mine] == [
+        row for row in counted_terms(path)[1] if row[0] == mine
+    ]
+    assert [row for row in after[0] if row[0] == mine] == [
+        row for row in counted_terms(path)[0] if row[0] == mine
+    ]
+    # The neighbours' rows, drifted or not, are as they were; this namespace's empty one went.
+    others = [row for row in before[1] if not in_partitions(row[0], "ns", None)]
+    assert [row for row in after[1] if row[0] != mine] == others
+    assert [row for row in after[0] if row[0] != mine] == [
+        row for row in before[0] if not in_partitions(row[0], "ns", None)
+    ]
 
 
 async def test_one_partition_alone_scores_as_fts5s_bm25(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from engramdb.storage.rebuild import (
 )
 from engramdb.storage.rows import RECORD_COLUMNS, record_row, row_event
 from engramdb.storage.sqlite.queries import EVENT_SELECT, event_where, scope_clauses
-from engramdb.storage.sqlite.schema import regenerate_text_stats
+from engramdb.storage.sqlite.text_scores import in_partitions, partition_prefix
 from engramdb.storage.sqlite.worker import SqliteWorker
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ class SqliteRebuild:
                 self._store(conn, kept, stored)
             if settle:
                 self._settle(conn, progress)
-                regenerate_text_stats(conn)
+                self._recount_text_stats(conn)
 
         await self._worker.write(write)
 
@@ -145,6 +145,35 @@ class SqliteRebuild:
         changes = settle_plan(folded, [row for _, row in stored.values()], progress.touched)
         self._store(conn, changes, stored)
         progress.settled = len(folded)
+
+    def _recount_text_stats(self, conn: sqlite3.Connection) -> None:
+        """Count the rebuilt records afresh, by partition; the namespace's partitions left
+        without records lose their statistics and words.
+
+        Only the rebuilt namespace is counted: a rebuild settles each namespace in a
+        transaction of its own, and counting every partition in each of them held another
+        process's writers off for most of the rebuild. The words and term counts are not
+        recounted: the triggers kept them as the rebuild wrote (tests compare them with a
+        recount), and recounting would tokenize every rebuilt record while writers wait."""
+        conn.execute(
+            f"INSERT INTO text_stats (part, docs) SELECT part, count(*) FROM records "
+            f"WHERE {self._where} GROUP BY part "
+            "ON CONFLICT (part) DO UPDATE SET docs = excluded.docs",
+            self._params,
+        )
+        # Every token of the namespace starts with its prefix, and no hex digit sorts after g;
+        # a namespace that extends this one with a separator shares the prefix, hence the check.
+        low = partition_prefix(self._namespace, None)
+        for table in ("text_stats", "text_terms"):
+            emptied = conn.execute(
+                f"SELECT DISTINCT part FROM {table} WHERE part >= ? AND part < ? "
+                "AND part NOT IN (SELECT part FROM records WHERE namespace = ?)",
+                (low, low + "g", self._namespace),
+            )
+            conn.executemany(
+                f"DELETE FROM {table} WHERE part = ?",
+                [(part,) for (part,) in emptied if in_partitions(part, self._namespace, None)],
+            )
 
     def _slot_rows(
         self, conn: sqlite3.Connection, slots: Sequence[Slot]

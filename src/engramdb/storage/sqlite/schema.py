@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from engramdb.storage.migrations import Migration
 from engramdb.storage.sqlite.partition import PARTITION_TOKEN_SQL
 
@@ -31,8 +29,8 @@ _REMOVE_TEXT = """
 # A record's term counts (``text_counts``), for a text whose counts pay (``counts_pay``).
 _PUT_COUNTS = """INSERT INTO text_counts (record_id, counts) SELECT new.id, counts
                  FROM (SELECT engram_text_counts(new.text) AS counts) WHERE counts IS NOT NULL;"""
-#: Each partition's record count, term count and words afresh, from its records (the
-#: migration that adds them; ``regenerate_text_stats`` after a rebuild).
+#: Each partition's record count, term count and words afresh, from its records (for the
+#: migration that adds them).
 _COUNT_TEXT = (
     "INSERT OR REPLACE INTO text_stats (part, docs, tokens) "
     "SELECT part, count(*), total(engram_text_tokens(text)) FROM records GROUP BY part",
@@ -271,17 +269,3 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
 )
-
-
-def regenerate_text_stats(conn: sqlite3.Connection) -> None:
-    """Count every partition's records afresh; partitions left without records lose their rows.
-
-    The words and term counts are not recounted: the triggers kept them as the rebuild wrote
-    (tests compare them with a recount), and recounting would tokenize every record of the
-    rebuilt partitions while writers wait for the rebuild's last transaction."""
-    conn.execute(
-        "INSERT INTO text_stats (part, docs) SELECT part, count(*) FROM records WHERE true "
-        "GROUP BY part ON CONFLICT (part) DO UPDATE SET docs = excluded.docs"
-    )
-    conn.execute("DELETE FROM text_stats WHERE part NOT IN (SELECT part FROM records)")
-    conn.execute("DELETE FROM text_terms WHERE part NOT IN (SELECT part FROM text_stats)")
