@@ -29,9 +29,11 @@ def turn(n: int) -> MemoryItem:
 
 async def main(target: str, acks: str, first: int) -> None:
     async with engramdb.open(target) as engine:
-        # The writes never pause for the parts: every acknowledged turn still owes them.
-        pauses = engine.indexer.deferred.pauses
-        pauses.quiet_s = pauses.max_wait_s = 3600.0
+        # The writes never pause for the parts, nor are they computed aside: every
+        # acknowledged turn still owes them.
+        deferred = engine.indexer.deferred
+        deferred.aside = None
+        deferred.pauses.quiet_s = deferred.pauses.max_wait_s = 3600.0
         mem = engine.scope(**SCOPE)
         fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         n = first

@@ -25,6 +25,7 @@ import numpy as np
 from engramdb.core.errors import InvalidValueError
 from engramdb.core.futures import mapped
 from engramdb.index.embedder import (
+    AsideEmbedder,
     Embedder,
     FloatArray,
     WrappingEmbedder,
@@ -241,3 +242,12 @@ class BatchingEmbedder(WrappingEmbedder[Embedder]):
             batch.result.exception()
             return
         batch.result.set_result(np.asarray(matrix, dtype=np.float32))
+
+
+def aside_lane(embedder: Embedder) -> AsideEmbedder | None:
+    """The embedder that has a lane for work no caller waits for: ``embedder``, or the one a
+    ``BatchingEmbedder`` batches for (batching serves waiting callers only); ``None`` when
+    neither has one."""
+    if isinstance(embedder, BatchingEmbedder):
+        return aside_lane(embedder.inner)
+    return embedder if isinstance(embedder, AsideEmbedder) else None

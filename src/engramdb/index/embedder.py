@@ -68,6 +68,15 @@ class StartingEmbedder(Protocol):
         ...
 
 
+@runtime_checkable
+class AsideEmbedder(Protocol):
+    """An embedder with a lane of its own for work no caller waits for."""
+
+    async def embed_aside(self, texts: Sequence[str]) -> FloatArray:
+        """``embed(texts)``, run where it holds back no ``embed`` call."""
+        ...
+
+
 def start_embedding(embedder: BatchEmbedder, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
     """``embedder.embed(texts)`` as a future: begun before this returns by an embedder that
     can (``StartingEmbedder``), so its caller's own work overlaps the model's; by any other

@@ -36,12 +36,14 @@ Vectors of the two are not interchangeable, so each has its own ``model_id``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import importlib
 import importlib.resources
+import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +173,7 @@ class MiniLMEmbedder:
         self._tokenizer_path = tokenizer_path
         self._runtime: _Runtime | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._aside: ThreadPoolExecutor | None = None
         self._closed = False
         # Calls handed to the model's thread and not yet answered (counted on the loop).
         self._queued = 0
@@ -235,19 +238,7 @@ class MiniLMEmbedder:
             ModelIntegrityError: the model or tokenizer file is missing or altered.
             EmbedderError: a package is missing, the embedder is closed, or inference failed.
         """
-        wanted = check_texts(texts)
-        if not wanted:
-            return empty_matrix(DIMENSIONS)
-        result = np.empty((len(wanted), DIMENSIONS), dtype=np.float32)
-        # Character length predicts token length well enough to group similar lengths, which
-        # keeps per-batch padding (wasted compute) small. Results do not depend on the order.
-        order = sorted(range(len(wanted)), key=lambda row: len(wanted[row]))
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
-            batch = [wanted[row] for row in rows]
-            # One worker call per batch, so a long rebuild does not hold back a query's embed.
-            result[rows] = await self._in_worker(functools.partial(self._embed_batch, batch))
-        return result
+        return await self._in_batches(check_texts(texts), self._in_worker)
 
     def start(self, texts: Sequence[str]) -> asyncio.Future[FloatArray]:
         """``embed(texts)``, handed to the model's thread before this returns when the texts
@@ -270,6 +261,40 @@ class MiniLMEmbedder:
             return failed(exc)
         return asyncio.ensure_future(self.embed(wanted))
 
+    async def embed_aside(self, texts: Sequence[str]) -> FloatArray:
+        """``embed(texts)`` on a thread of its own at the lowest scheduling priority, for
+        work no caller waits for (the sentence vectors of acknowledged writes): it uses the
+        cores the model's thread and the caller leave idle, and never queues ahead of
+        ``embed`` or ``start``.
+
+        Raises:
+            InvalidValueError: an item of ``texts`` is not a string.
+            ModelIntegrityError: the model or tokenizer file is missing or altered.
+            EmbedderError: a package is missing, the embedder is closed, or inference failed.
+        """
+        wanted = check_texts(texts)
+        if wanted:
+            # Loaded on the model's own thread, where loading is serialized.
+            await self._in_worker(self._ensure_loaded)
+        return await self._in_batches(wanted, self._in_aside)
+
+    async def _in_batches(
+        self, texts: list[str], run: Callable[[Callable[[], FloatArray]], Awaitable[FloatArray]]
+    ) -> FloatArray:
+        """``texts`` embedded a batch per ``run`` call (each batch's work handed to a thread)."""
+        if not texts:
+            return empty_matrix(DIMENSIONS)
+        result = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        # Character length predicts token length well enough to group similar lengths, which
+        # keeps per-batch padding (wasted compute) small. Results do not depend on the order.
+        order = sorted(range(len(texts)), key=lambda row: len(texts[row]))
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            batch = [texts[row] for row in rows]
+            # One worker call per batch, so a long rebuild does not hold back a query's embed.
+            result[rows] = await run(functools.partial(self._embed_batch, batch))
+        return result
+
     async def embed_one(self, text: str) -> FloatArray:
         """Embed one text; returns shape ``(384,)``."""
         matrix = await self.embed([text])
@@ -279,9 +304,10 @@ class MiniLMEmbedder:
     def close(self) -> None:
         """Release the worker thread and the model; later calls raise ``EmbedderError``."""
         self._closed = True
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        for executor in (self._executor, self._aside):
+            if executor is not None:
+                executor.shutdown(wait=False, cancel_futures=True)
+        self._executor = self._aside = None
         self._runtime = None
 
     async def aclose(self) -> None:
@@ -312,6 +338,18 @@ class MiniLMEmbedder:
 
     def _answered(self, _: asyncio.Future[Any]) -> None:
         self._queued -= 1
+
+    async def _in_aside(self, call: Callable[[], _T]) -> _T:
+        """``call`` on the lane aside: a thread of its own, at the lowest priority."""
+        if self._closed:
+            raise EmbedderError("the embedder is closed", model_id=self.model_id)
+        if self._aside is None:
+            self._aside = ThreadPoolExecutor(
+                max_workers=1,
+                thread_name_prefix="engram-minilm-aside",
+                initializer=_lowest_priority,
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._aside, call)
 
     def _ensure_loaded(self) -> _Runtime:
         # Only the single worker thread gets here, one call at a time, so concurrent first
@@ -405,6 +443,13 @@ class MiniLMEmbedder:
             raise EmbedderError(f"inference failed: {exc}", model_id=self.model_id) from exc
         # Element-wise products and sums only: no BLAS call to hold to one thread.
         return l2_normalize(mean_pool(np.asarray(hidden, dtype=np.float32), attention))
+
+
+def _lowest_priority() -> None:
+    """Give the calling thread the lowest scheduling priority (Linux keeps a nice value per
+    thread); where that cannot be done it runs at the normal one."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def mean_pool(hidden: npt.NDArray[np.float32], attention: npt.NDArray[np.int64]) -> FloatArray:

@@ -5,9 +5,12 @@ A lone write into a namespace with part vectors commits, in one transaction, the
 event, its full text and a *pending parts* record (namespace ``parts_pending``, with its own
 ``memory.written`` event) naming the record; its whole-text vector follows with its
 ``memory.indexed`` event (``record_first``). The write returns; the part vectors, most of a
-turn's embedding work, are computed once the writes pause (``quiet_s``, or ``max_wait_s`` after
-they were due), stored with a ``memory.indexed`` event of ``index_type`` ``parts``, and the
-pending record is deleted (its ``memory.deleted`` event says the parts are stored). A process
+turn's embedding work, are computed at once on the model's lane for work no caller waits for
+(``aside``: a thread of its own at the lowest priority, on the cores the writes leave idle) or,
+with a model that has none, once the writes pause (``quiet_s``, or ``max_wait_s`` after they
+were due) and in slices between writes. They are stored, once no write is under way, with a
+``memory.indexed`` event of ``index_type`` ``parts``, and the pending record is deleted (its
+``memory.deleted`` event says the parts are stored). A process
 that dies in between leaves the pending record in the store: the next engine to open the store
 computes those parts (``resume``), and the whole-text vector too if the write died before
 storing it; computing them twice stores the same vectors.
@@ -81,6 +84,8 @@ class DeferredParts:
         batch: records whose parts are computed and stored together.
         slice_texts: texts per model call in the background: a write that comes meanwhile
             waits for one such call at most, then has the model before the rest.
+        aside: embeds texts where no write waits for them (the model's lane for background
+            work, ``AsideEmbedder``); the background then embeds in one call, not in slices.
     """
 
     def __init__(
@@ -94,12 +99,15 @@ class DeferredParts:
         max_wait_s: float = 10.0,
         batch: int = 8,
         slice_texts: int = 4,
+        aside: EmbedTexts | None = None,
     ) -> None:
         self.backend = backend
         self._embed = embed
+        #: Embeds the background's texts where no write waits for them, if the model can.
+        self.aside = aside
         self._refresh = refresh
         self._model = model
-        #: The writes this engine has under way, which the parts wait for a pause in.
+        #: The writes this engine has under way, which the parts make way for.
         self.pauses = WritePauses(quiet_s, max_wait_s)
         self.batch = batch
         self.slice_texts = slice_texts
@@ -202,7 +210,8 @@ class DeferredParts:
     async def _run(self) -> None:
         try:
             while self._waiting:
-                await self.pauses.pause()
+                if self.aside is None:
+                    await self.pauses.pause()
                 async with self._lock:
                     if not self._waiting:
                         break
@@ -243,7 +252,7 @@ class DeferredParts:
         texts = [texts_of[r.id or 0] for r in todo]
         wanted = [spec.record_embed_text(r) for r in unvectored]
         everything = wanted + [text for each in texts for text in each]
-        embed = self._between_writes if background else self._embed
+        embed = (self.aside or self._between_writes) if background else self._embed
         blobs = await embed(everything) if todo else []
         if blobs is None:
             return
@@ -253,6 +262,9 @@ class DeferredParts:
         for each in texts:
             parts.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
+        if background and self.pauses.in_flight and not self._asked.is_set():
+            # The database's writer is shared too: the write under way commits first.
+            await _first_of(self.pauses.between(), self._asked.wait())
         if todo:
             await self.backend.search.put_vectors(
                 model,
@@ -264,8 +276,19 @@ class DeferredParts:
                     if each
                 ],
                 parts=parts,
+                # A record written again meanwhile has its own vectors coming: these are of
+                # the text read here.
+                versions=[r.version for r in todo if r.id is not None],
             )
-            self._refresh(spec.namespace, partition, todo, [whole[r.id or 0] for r in todo], parts)
+            # Nor must this process's loaded index take them for the newer text.
+            kept = await self._unchanged(spec, todo)
+            self._refresh(
+                spec.namespace,
+                partition,
+                [r for r in todo if r.id in kept],
+                [whole[r.id or 0] for r in todo if r.id in kept],
+                [p for r, p in zip(todo, parts, strict=True) if r.id in kept],
+            )
         await self._delete_markers([(item.marker_scope, item.marker_key) for item in items])
 
     @contextlib.asynccontextmanager
@@ -295,6 +318,14 @@ class DeferredParts:
                 return None
             blobs += got
         return blobs
+
+    async def _unchanged(self, spec: ProjectionSpec, records: Sequence[Record]) -> set[int]:
+        """The ids of ``records`` still stored at the version read."""
+        query = RecordQuery(
+            spec.namespace, None, ids=tuple(r.id or 0 for r in records), hidden=None
+        )
+        now = {r.id: r.version for r in await self.backend.scan(query)}
+        return {r.id for r in records if r.id is not None and now.get(r.id) == r.version}
 
     async def _records(self, items: Sequence[PendingParts]) -> dict[int, Record]:
         """The records of ``items`` still stored, by id (looked up by key when their id

@@ -32,6 +32,7 @@ from engramdb.core.futures import mapped
 from engramdb.core.retry import patience
 from engramdb.core.scope import Scope
 from engramdb.core.types import utc_now
+from engramdb.index.batching import aside_lane
 from engramdb.index.embedder import Embedder, FloatArray, start_embedding
 from engramdb.index.fusion import Fused, fuse, group_boost, rerank
 from engramdb.index.query_terms import fts_match, query_terms
@@ -169,7 +170,14 @@ class Indexer:
         #: Records committed without their vector while the model was unavailable.
         self.pending = PendingVectors(self._embed_stored)
         #: Part vectors of records written with their whole-text vector alone.
-        self.deferred = DeferredParts(backend, self.embed, self.committed, lambda: self.model)
+        aside = aside_lane(embedder) if embedder is not None else None
+        self.deferred = DeferredParts(
+            backend,
+            self.embed,
+            self.committed,
+            lambda: self.model,
+            aside=None if aside is None else _stored_vectors(aside.embed_aside),
+        )
         #: Embeddings begun for writes still being prepared (``foresee``), by text.
         self._foreseen: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
 
@@ -975,6 +983,17 @@ class Indexer:
             [self.indexed_event(r, r.scope) for r in todo],
             parts=[p for _, _, p in kept],
         )
+
+
+def _stored_vectors(
+    embed: Callable[[Sequence[str]], Awaitable[FloatArray]],
+) -> Callable[[Sequence[str]], Awaitable[list[bytes] | None]]:
+    """``embed``, giving each text's vector as it is stored."""
+
+    async def stored(texts: Sequence[str]) -> list[bytes] | None:
+        return [vector_bytes(row) for row in await embed(texts)]
+
+    return stored
 
 
 def _texts_to_embed(

@@ -92,10 +92,12 @@ class SearchBackend(Protocol):
         events: Sequence[EventEnvelope],
         *,
         parts: Sequence[bytes | None] | None = None,
+        versions: Sequence[int] | None = None,
     ) -> None:
-        """Store vectors by record id (records deleted meanwhile are skipped), with each
-        record's part vectors if ``parts`` (aligned with ``vectors``) gives them, and append
-        ``events`` in the same transaction."""
+        """Store vectors by record id (records deleted meanwhile are skipped, and with
+        ``versions``, aligned with ``vectors``, records written again since), with each
+        record's part vectors if ``parts`` (aligned too) gives them, and append ``events`` in
+        the same transaction."""
         ...
 
     async def neighbours(

@@ -304,10 +304,12 @@ class SqliteSearch:
         events: Sequence[EventEnvelope],
         *,
         parts: Sequence[bytes | None] | None = None,
+        versions: Sequence[int] | None = None,
     ) -> None:
         """Store vectors (and part vectors, aligned with them) by record id, skipping records
-        deleted since they were read, and append ``events`` in the same transaction."""
-        await self._worker.write(vector_writes(model, vectors, events, parts))
+        deleted since they were read — and, with ``versions`` (aligned too), records written
+        again since — and append ``events`` in the same transaction."""
+        await self._worker.write(vector_writes(model, vectors, events, parts, versions))
 
     async def neighbours(
         self,
