@@ -42,7 +42,7 @@ from engramdb.core.events import EventEnvelope, MemoryDeleted, MemoryIndexed, ne
 from engramdb.core.scope import LEVELS, Scope
 from engramdb.providers.projection import ProjectionSpec, plain_key_text
 from engramdb.providers.write_pauses import WritePauses
-from engramdb.storage.backend import Backend
+from engramdb.storage.backend import Backend, QueuedVectorWrites
 from engramdb.storage.records import Delete, Record, RecordQuery
 
 __all__ = ["PARTS_PENDING_SPEC", "DeferredParts", "PendingParts", "marker_deletes"]
@@ -235,8 +235,8 @@ class DeferredParts:
     async def _compute(self, items: Sequence[PendingParts], *, background: bool = False) -> None:
         """Embed the parts of ``items`` (of one namespace and partition), and the whole text of
         those stored without their vector (a write that died before storing it), in one call
-        (``background``: in slices, each write that comes meanwhile going first); store them,
-        then delete the pending records."""
+        (``background``: aside, or in slices with each write that comes meanwhile going
+        first); store them, deleting the pending records in the same transaction."""
         if not items:
             return
         spec, partition, model = items[0].spec, items[0].partition, self._model()
@@ -265,31 +265,54 @@ class DeferredParts:
         if background and self.pauses.in_flight and not self._asked.is_set():
             # The database's writer is shared too: the write under way commits first.
             await _first_of(self.pauses.between(), self._asked.wait())
-        if todo:
-            await self.backend.search.put_vectors(
-                model,
-                [(r.id, whole[r.id]) for r in todo if r.id is not None],
-                [_indexed_event(r, model, "vector") for r in unvectored]
-                + [
-                    _indexed_event(r, model, "parts")
-                    for r, each in zip(todo, texts, strict=True)
-                    if each
-                ],
-                parts=parts,
-                # A record written again meanwhile has its own vectors coming: these are of
-                # the text read here.
-                versions=[r.version for r in todo if r.id is not None],
+        markers = [(item.marker_scope, item.marker_key) for item in items]
+        if not todo:
+            await self._delete_markers(markers)
+            return
+        await self._store(model, todo, unvectored, whole, parts, markers)
+        # This process's loaded index takes them only for records still at the version read.
+        kept = await self._unchanged(spec, todo)
+        self._refresh(
+            spec.namespace,
+            partition,
+            [r for r in todo if r.id in kept],
+            [whole[r.id or 0] for r in todo if r.id in kept],
+            [p for r, p in zip(todo, parts, strict=True) if r.id in kept],
+        )
+
+    async def _store(
+        self,
+        model: str,
+        todo: Sequence[Record],
+        unvectored: Sequence[Record],
+        whole: Mapping[int, bytes],
+        parts: Sequence[bytes | None],
+        markers: Sequence[tuple[Scope, str]],
+    ) -> None:
+        """Store the vectors of ``todo`` (``parts`` aligned with it), each over the version
+        read (a record written again meanwhile has its own vectors coming), with their events,
+        and delete the pending records ``markers`` still stored, in one transaction. Where the
+        backend can queue it, that transaction need not wait for the disk's sync: a power cut
+        loses the vectors and the deletions together, and the pending records have the
+        vectors computed again."""
+        vectors = [(r.id or 0, whole[r.id or 0]) for r in todo]
+        events = [_indexed_event(r, model, "vector") for r in unvectored] + [
+            _indexed_event(r, model, "parts")
+            for r, part in zip(todo, parts, strict=True)
+            if part is not None
+        ]
+        versions = [r.version for r in todo]
+        deletes, deleted = marker_deletes(await self._stored_markers(markers))
+        if isinstance(self.backend, QueuedVectorWrites):
+            await self.backend.queue_vectors(
+                model, vectors, [*events, *deleted], versions, parts=parts, deletes=deletes
             )
-            # Nor must this process's loaded index take them for the newer text.
-            kept = await self._unchanged(spec, todo)
-            self._refresh(
-                spec.namespace,
-                partition,
-                [r for r in todo if r.id in kept],
-                [whole[r.id or 0] for r in todo if r.id in kept],
-                [p for r, p in zip(todo, parts, strict=True) if r.id in kept],
-            )
-        await self._delete_markers([(item.marker_scope, item.marker_key) for item in items])
+            return
+        await self.backend.search.put_vectors(
+            model, vectors, events, parts=parts, versions=versions
+        )
+        if deletes:
+            await self.backend.commit(deletes, deleted)
 
     @contextlib.asynccontextmanager
     async def _first(self) -> AsyncIterator[None]:
@@ -353,11 +376,18 @@ class DeferredParts:
 
     async def _delete_markers(self, markers: Sequence[tuple[Scope, str]]) -> None:
         """Delete the pending records still stored, each with its ``memory.deleted``."""
-        keys = tuple(key for _, key in markers)
-        # Another engine (one resuming at open) may have computed and deleted some already.
-        stored = await self.backend.scan(RecordQuery(PARTS_PENDING_SPEC.namespace, None, keys=keys))
+        stored = await self._stored_markers(markers)
         if stored:
-            await self.backend.commit(*marker_deletes([(r.scope, r.key) for r in stored]))
+            await self.backend.commit(*marker_deletes(stored))
+
+    async def _stored_markers(
+        self, markers: Sequence[tuple[Scope, str]]
+    ) -> list[tuple[Scope, str]]:
+        """Those of the pending records ``markers`` still stored: another engine (one resuming
+        at open) may have computed and deleted some already."""
+        keys = tuple(key for _, key in markers)
+        query = RecordQuery(PARTS_PENDING_SPEC.namespace, None, keys=keys)
+        return [(r.scope, r.key) for r in await self.backend.scan(query)]
 
     async def close(self) -> None:
         """Compute what is still owed, then stop (what cannot be computed stays pending, in

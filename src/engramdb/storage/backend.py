@@ -238,10 +238,12 @@ class QueuedVectorWrites(Protocol):
         events: Sequence[EventEnvelope],
         versions: Sequence[int],
         *,
+        parts: Sequence[bytes | None] | None = None,
         deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
-        """``search.put_vectors`` of whole-text vectors, each for the record version
-        ``versions`` gives (a record written again meanwhile keeps its own vector), queued
+        """``search.put_vectors`` of whole-text vectors (and ``parts``, aligned with them),
+        each for the record version ``versions`` gives (a record written again meanwhile
+        keeps its own vectors), queued
         before this returns, with ``deletes`` (the pending records the vectors settle; their
         ``memory.deleted`` events are among ``events``) in the same transaction; the future is
         done once they are committed (or failed, with the driver's error). Their commit need

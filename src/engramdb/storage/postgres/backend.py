@@ -383,9 +383,11 @@ class PostgresBackend:
         events: Sequence[EventEnvelope],
         versions: Sequence[int],
         *,
+        parts: Sequence[bytes | None] | None = None,
         deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
-        """``search.put_vectors`` of whole-text vectors, with ``deletes``, begun before this
+        """``search.put_vectors`` of whole-text vectors (and ``parts``), with ``deletes``,
+        begun before this
         returns; every transaction of the events' tenant begun after it comes after it
         (``QueuedWrites``). Not a durable one (``hold_writers``): the records' durable
         pending-parts records have them computed again if a crash of the server loses them
@@ -395,7 +397,13 @@ class PostgresBackend:
         return self._pool.queue(
             context,
             lambda: self._search.put_vectors(
-                model, vectors, events, versions=versions, durable=False, then=then
+                model,
+                vectors,
+                events,
+                parts=parts,
+                versions=versions,
+                durable=False,
+                then=then,
             ),
         )
 
