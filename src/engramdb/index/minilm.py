@@ -121,7 +121,8 @@ class MiniLMEmbedder:
 
     Nothing is loaded until the first ``embed`` call (or ``load()``). Inference runs on one
     dedicated worker thread per embedder, so the event loop never waits on the model and
-    concurrent callers take turns batch by batch instead of competing for the cores.
+    concurrent callers take turns batch by batch instead of competing for the cores; work no
+    caller waits for (``embed_aside``) runs on a second thread, at the lowest priority.
 
     Args:
         batch_size: texts per model run. Texts of a call are sorted by length before they are
