@@ -120,3 +120,21 @@ async def test_a_turn_written_again_while_its_parts_are_computed_keeps_the_new_v
         assert dict(zip(ids, blobs, strict=True)) == {record.id: expected[0][0]}
         parts = await e.backend.search.part_vectors(EPISODES, e.indexer.model)
         assert parts == {record.id: expected[1][0]}
+
+
+async def test_a_search_waits_for_the_parts_the_background_is_computing(
+    target: str, embedder: MiniLMEmbedder
+) -> None:
+    lanes = Lanes(embedder)
+    async with engramdb.open(target, config=EngineConfig(embedder=BatchingEmbedder(lanes))) as e:
+        mem = e.scope(**SCOPE).episodic
+        await _stuck_after(mem, lanes, MemoryItem(text=TURNS[0], role="user"))
+        # Nothing of the partition is left waiting: it is all being computed, stuck.
+        assert len(e.indexer.deferred) == 0
+        search = asyncio.ensure_future(mem.remember("who stole my bread?", limit=1))
+        await asyncio.sleep(0.2)
+        assert not search.done()
+        lanes.gate.set()
+        hits = await asyncio.wait_for(search, 60)
+        assert "gull" in hits[0].text
+        assert await e.backend.search.part_vectors(EPISODES, e.indexer.model)

@@ -118,6 +118,8 @@ class DeferredParts:
         self._asked = asyncio.Event()
         self._askers = 0
         self._task: asyncio.Task[None] | None = None
+        #: The namespace and partition whose parts the background is computing.
+        self._computing: tuple[str, Scope] | None = None
 
     def __len__(self) -> int:
         return sum(len(items) for items in self._waiting.values())
@@ -174,8 +176,10 @@ class DeferredParts:
     async def settle(self, namespace: str, partition: Scope) -> None:
         """Compute now what this process owes ``partition`` of ``namespace``, so a search sees
         every part vector of what was written before it."""
-        if (namespace, partition) not in self._waiting:
+        slot = (namespace, partition)
+        if slot not in self._waiting and slot != self._computing:
             return
+        # The background's slice of it, if any, is stored once the lock is ours.
         async with self._first():
             items = self._waiting.pop((namespace, partition), [])
             await self._compute_all(items)
@@ -222,7 +226,11 @@ class DeferredParts:
                         self._waiting[slot] = rest
                     else:
                         del self._waiting[slot]
-                    await self._compute(chunk, background=True)
+                    self._computing = slot
+                    try:
+                        await self._compute(chunk, background=True)
+                    finally:
+                        self._computing = None
         except Exception as exc:
             # The store or the model cannot be used now: the pending records stay in the store,
             # computed on the next search of their partition or by the next engine to open it.
