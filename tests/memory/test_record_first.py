@@ -61,9 +61,9 @@ async def test_the_vector_is_stored_and_found_when_memorize_returns(
         expected = await _whole_vector(engine, record)
         assert whole == {record.id: expected}
         events = await engine.events.read(EventQuery(event_types=("memory.indexed",)))
-        assert [(e.payload["key"], e.payload["index_type"]) for e in events] == [
-            (record.key, "vector")
-        ]
+        # The sentences' vectors may have followed already, computed aside.
+        said = [(e.payload["key"], e.payload["index_type"]) for e in events]
+        assert said in ([(record.key, "vector")], [(record.key, "vector"), (record.key, "parts")])
         hits = await mem.episodic.remember("who lost a hat on the ferry?", limit=1)
         assert [hit.text for hit in hits] == [TURN]
         assert hits[0].score_breakdown.get("vector", 0.0) > 0.0
