@@ -5,10 +5,11 @@ A lone write into a namespace with part vectors commits, in one transaction, the
 event, its full text and a *pending parts* record (namespace ``parts_pending``, with its own
 ``memory.written`` event) naming the record; its whole-text vector follows with its
 ``memory.indexed`` event (``record_first``). The write returns; the part vectors, most of a
-turn's embedding work, are computed at once on the model's lane for work no caller waits for
-(``aside``: a thread of its own at the lowest priority, on the cores the writes leave idle) or,
-with a model that has none, once the writes pause (``quiet_s``, or ``max_wait_s`` after they
-were due) and in slices between writes. They are stored, once no write is under way, with a
+turn's embedding work, are computed on the model's lane for work no caller waits for
+(``aside``: a thread of its own at the lowest priority, on the cores the writes leave idle) —
+at once on an embedded store (``eager``), once the writes pause on a database server (``quiet_s``,
+or ``max_wait_s`` after they were due) — or, with a model that has no such lane, once the writes
+pause and in slices between writes. They are stored, once no write is under way, with a
 ``memory.indexed`` event of ``index_type`` ``parts``, and the pending record is deleted (its
 ``memory.deleted`` event says the parts are stored). A process
 that dies in between leaves the pending record in the store: the next engine to open the store
@@ -86,6 +87,9 @@ class DeferredParts:
             waits for one such call at most, then has the model before the rest.
         aside: embeds texts where no write waits for them (the model's lane for background
             work, ``AsideEmbedder``); the background then embeds in one call, not in slices.
+        eager: with ``aside``, begin at once rather than at a pause in the writes: for a store
+            whose writes are this process's own work (SQLite). A database server's cores, and
+            its tenant's later writes, wait for the background's transactions too.
     """
 
     def __init__(
@@ -100,11 +104,14 @@ class DeferredParts:
         batch: int = 8,
         slice_texts: int = 4,
         aside: EmbedTexts | None = None,
+        eager: bool = False,
     ) -> None:
         self.backend = backend
         self._embed = embed
         #: Embeds the background's texts where no write waits for them, if the model can.
         self.aside = aside
+        #: Whether the background begins at once (with ``aside``) rather than at a pause.
+        self.eager = eager
         self._refresh = refresh
         self._model = model
         #: The writes this engine has under way, which the parts make way for.
@@ -214,7 +221,7 @@ class DeferredParts:
     async def _run(self) -> None:
         try:
             while self._waiting:
-                if self.aside is None:
+                if self.aside is None or not self.eager:
                     await self.pauses.pause()
                 async with self._lock:
                     if not self._waiting:

@@ -177,6 +177,7 @@ class Indexer:
             self.committed,
             lambda: self.model,
             aside=None if aside is None else _stored_vectors(aside.embed_aside),
+            eager=backend.url.startswith("sqlite"),
         )
         #: Embeddings begun for writes still being prepared (``foresee``), by text.
         self._foreseen: OrderedDict[str, asyncio.Future[FloatArray]] = OrderedDict()
