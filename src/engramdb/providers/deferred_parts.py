@@ -188,7 +188,7 @@ class DeferredParts:
             return
         # The background's slice of it, if any, is stored once the lock is ours.
         async with self._first():
-            items = self._waiting.pop((namespace, partition), [])
+            items = self._waiting.pop(slot, [])
             await self._compute_all(items)
 
     # -- the background side -------------------------------------------------------------------
@@ -277,9 +277,9 @@ class DeferredParts:
         for each in texts:
             parts.append(b"".join(blobs[start : start + len(each)]) if each else None)
             start += len(each)
-        if background and self.pauses.in_flight and not self._asked.is_set():
+        if background:
             # The database's writer is shared too: the write under way commits first.
-            await _first_of(self.pauses.between(), self._asked.wait())
+            await self._make_way()
         markers = [(item.marker_scope, item.marker_key) for item in items]
         if not todo:
             await self._delete_markers(markers)
@@ -342,6 +342,12 @@ class DeferredParts:
             if not self._askers:
                 self._asked.clear()
 
+    async def _make_way(self) -> None:
+        """Let the write under way, if any, end first, unless a search or a drain waits for
+        this work."""
+        if self.pauses.in_flight and not self._asked.is_set():
+            await _first_of(self.pauses.between(), self._asked.wait())
+
     async def _between_writes(self, texts: Sequence[str]) -> list[bytes] | None:
         """``texts`` embedded ``slice_texts`` at a time, letting each write begun meanwhile
         end first (unless a search waits for this work): the model runs one call at a time,
@@ -349,8 +355,8 @@ class DeferredParts:
         room for a slice between two of them."""
         blobs: list[bytes] = []
         for start in range(0, len(texts), self.slice_texts):
-            if start and self.pauses.in_flight and not self._asked.is_set():
-                await _first_of(self.pauses.between(), self._asked.wait())
+            if start:
+                await self._make_way()
             got = await self._embed(texts[start : start + self.slice_texts])
             if got is None:
                 return None

@@ -243,10 +243,10 @@ class QueuedVectorWrites(Protocol):
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors (and ``parts``, aligned with them),
         each for the record version ``versions`` gives (a record written again meanwhile
-        keeps its own vectors), queued
-        before this returns, with ``deletes`` (the pending records the vectors settle; their
-        ``memory.deleted`` events are among ``events``) in the same transaction; the future is
-        done once they are committed (or failed, with the driver's error). Their commit need
-        not be durable at once: the next durable commit makes it so, and a crash before it
-        loses vectors that are owed by a durable record (``DeferredParts``), not data."""
+        keeps its own vectors), queued before this returns, with ``deletes`` (the pending
+        records the vectors settle; their ``memory.deleted`` events are among ``events``) in
+        the same transaction; the future is done once they are committed (or failed, with the
+        driver's error). Their commit need not be durable at once: the next durable commit
+        makes it so, and a crash before it loses vectors that are owed by a durable record
+        (``DeferredParts``), not data."""
         ...

@@ -387,11 +387,10 @@ class PostgresBackend:
         deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors (and ``parts``), with ``deletes``,
-        begun before this
-        returns; every transaction of the events' tenant begun after it comes after it
-        (``QueuedWrites``). Not a durable one (``hold_writers``): the records' durable
-        pending-parts records have them computed again if a crash of the server loses them
-        (and those deletes with them)."""
+        begun before this returns; every transaction of the events' tenant begun after it
+        comes after it (``QueuedWrites``). Not a durable one (``hold_writers``): the records'
+        durable pending-parts records have them computed again if a crash of the server loses
+        them (and those deletes with them)."""
         context = context_for(e.scope for e in events) if events else ADMIN
         then = [_statement(op) for op in deletes]
         return self._pool.queue(

@@ -226,10 +226,9 @@ class SqliteBackend:
         deletes: Sequence[Delete] = (),
     ) -> asyncio.Future[None]:
         """``search.put_vectors`` of whole-text vectors (and ``parts``), with ``deletes``, in a
-        write queued on
-        the one connection before this returns. Not a durable one (``SqliteWorker.queue``): the
-        records' durable pending-parts records have them computed again if a power cut loses
-        them (and those deletes with them)."""
+        write queued on the one connection before this returns. Not a durable one
+        (``SqliteWorker.queue``): the records' durable pending-parts records have them computed
+        again if a power cut loses them (and those deletes with them)."""
         store, settled = vector_writes(model, vectors, events, parts, versions), list(deletes)
 
         def write(conn: sqlite3.Connection) -> None:

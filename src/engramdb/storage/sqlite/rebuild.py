@@ -156,7 +156,7 @@ class SqliteRebuild:
         recounted: the triggers kept them as the rebuild wrote (tests compare them with a
         recount), and recounting would tokenize every rebuilt record while writers wait."""
         conn.execute(
-            f"INSERT INTO text_stats (part, docs) SELECT part, count(*) FROM records "
+            "INSERT INTO text_stats (part, docs) SELECT part, count(*) FROM records "
             f"WHERE {self._where} GROUP BY part "
             "ON CONFLICT (part) DO UPDATE SET docs = excluded.docs",
             self._params,
