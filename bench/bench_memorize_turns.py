@@ -18,6 +18,14 @@ To compare two source trees, run it with each on ``PYTHONPATH``, alternating::
 on the same turns, embedding with the same model, as the peer to compare with. The peer embeds
 each turn's bare text; with ``--peer-speaker`` it embeds what Engram embeds, the text after its
 speaker (``user: …``), so the two do the same model work.
+
+Separate runs of a few minutes each drift by more than the difference being measured on a
+shared machine (the peer's p50 moved 32–40 ms between runs of one hour here).
+``--interleave N`` runs Engram (``--backend sqlite`` or ``postgresql``) and the peer in one
+process, taking turns by blocks of N turns, and reports the median over block pairs of
+Engram's block p50 minus the peer's: see ``interleaved_run`` for what is settled between
+blocks. Where the background waits for a pause in the writes before it computes (up to 10 s,
+on PostgreSQL), keep a block well over that long, or the blocks show little of it at work.
 Results are printed and written as JSON to ``bench/results/`` (git-ignored).
 """
 
@@ -25,11 +33,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import lzma
+import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,12 +102,12 @@ async def timed_run(target: str, items: list[MemoryItem], prompts: list[str]) ->
     }
 
 
-async def peer_run(
-    items: list[MemoryItem], prompts: list[str], speaker: bool = False
-) -> dict[str, Any]:
-    """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``), its index
-    embedding each turn's text with the same MiniLM model (one vector per turn); ``speaker``:
-    the text after its speaker, as Engram embeds a turn."""
+async def peer_store(
+    speaker: bool = False,
+) -> tuple[Callable[[MemoryItem], Awaitable[None]], Callable[[str], Awaitable[Any]], Any]:
+    """A LangGraph ``InMemoryStore`` whose index embeds each turn's text with the same MiniLM
+    model (one vector per turn): its ``put`` and ``search`` of one turn, and the model (to
+    close). ``speaker``: it embeds the text after its speaker, as Engram embeds a turn."""
     from langgraph.store.memory import InMemoryStore
 
     from engramdb.index import MiniLMEmbedder
@@ -109,16 +121,28 @@ async def peer_run(
     store = InMemoryStore(index={"dims": model.dimensions, "embed": embed, "fields": ["text"]})
     namespace = ("bench", "u")
     await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
-    writes, reads = [], []
-    for n, item in enumerate(items):
-        began = time.perf_counter()
+    keys = itertools.count()
+
+    async def put(item: MemoryItem) -> None:
         text = episode_key(item.text, role=item.role) if speaker else item.text
-        await store.aput(namespace, str(n), {"text": text, "role": item.role})
-        writes.append(time.perf_counter() - began)
+        await store.aput(namespace, str(next(keys)), {"text": text, "role": item.role})
+
+    async def search(prompt: str) -> Any:
+        return await store.asearch(namespace, query=prompt, limit=10)
+
+    return put, search, model
+
+
+async def peer_run(
+    items: list[MemoryItem], prompts: list[str], speaker: bool = False
+) -> dict[str, Any]:
+    """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``)."""
+    put, search, model = await peer_store(speaker)
+    writes, reads = [], []
+    for item in items:
+        writes.append(await _timed(put(item)))
     for prompt in prompts:
-        began = time.perf_counter()
-        await store.asearch(namespace, query=prompt, limit=10)
-        reads.append(time.perf_counter() - began)
+        reads.append(await _timed(search(prompt)))
     model.close()
     return {
         "memorize_ms": percentiles(writes),
@@ -128,6 +152,76 @@ async def peer_run(
     }
 
 
+async def _timed(call: Awaitable[Any]) -> float:
+    began = time.perf_counter()
+    await call
+    return time.perf_counter() - began
+
+
+async def interleaved_run(
+    target: str, items: list[MemoryItem], block: int, speaker: bool
+) -> dict[str, Any]:
+    """Engram's ``memorize`` and the peer's ``put`` of the same turns in one process, taking
+    turns by blocks of ``block`` turns (which of the two goes first alternates): a machine
+    whose speed drifts over minutes slows both alike. Before each block of the peer's, the
+    sentence vectors Engram still owes are computed (a ``remember``, not timed), so that the
+    peer's puts never share the cores with Engram's work; Engram's blocks run as they would
+    alone. Reported: both p50s, and the median over block pairs of Engram's block p50 minus
+    the peer's."""
+    put, _, model = await peer_store(speaker)
+    async with engramdb.open(target) as engine:
+        memory = engine.scope(tenant="bench", user="u")
+        await memory.episodic.memorize(MemoryItem(text="Warm up. The model loads now."))
+        await memory.episodic.remember("warm up")
+        ours: list[float] = []
+        theirs: list[float] = []
+        gaps: list[float] = []
+        for number, start in enumerate(range(0, len(items), block)):
+            chunk = items[start : start + block]
+            mine: list[float] = []
+            peer: list[float] = []
+            for side in ("ours", "peer") if number % 2 == 0 else ("peer", "ours"):
+                if side == "ours":
+                    mine = [await _timed(memory.episodic.memorize(item)) for item in chunk]
+                    await memory.episodic.remember("what is still owed is computed now")
+                else:
+                    peer = [await _timed(put(item)) for item in chunk]
+            ours += mine
+            theirs += peer
+            gaps.append((statistics.median(mine) - statistics.median(peer)) * 1e3)
+    model.close()
+    quartiles = statistics.quantiles(gaps, n=4, method="inclusive")
+    return {
+        "memorize_ms": percentiles(ours),
+        "peer_put_ms": percentiles(theirs),
+        "block": block,
+        "block_gap_ms": {
+            "median": statistics.median(gaps),
+            "q1": quartiles[0],
+            "q3": quartiles[2],
+            "blocks": len(gaps),
+        },
+    }
+
+
+@contextmanager
+def scratch_target(backend: str, server: str, prefix: str) -> Iterator[str]:
+    """A fresh store of ``backend``: a file in a temporary folder, or a scratch database on
+    ``server`` (dropped after)."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            yield str(Path(folder) / "bench.db")
+        return
+    name = f"{prefix}{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 async def run(
     backend: str,
     items: list[MemoryItem],
@@ -135,20 +229,14 @@ async def run(
     server: str,
     prefix: str,
     peer_speaker: bool = False,
+    interleave: int = 0,
 ) -> Any:
     if backend == "langgraph-inmemory":
         return await peer_run(items, prompts, peer_speaker)
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
-            return await timed_run(str(Path(folder) / "bench.db"), items, prompts)
-    name = f"{prefix}{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    try:
-        return await timed_run(f"{server}/{name}", items, prompts)
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with scratch_target(backend, server, prefix) as target:
+        if interleave:
+            return await interleaved_run(target, items, interleave, peer_speaker)
+        return await timed_run(target, items, prompts)
 
 
 def main() -> None:
@@ -168,7 +256,16 @@ def main() -> None:
         action="store_true",
         help="The peer embeds each turn after its speaker (user: ...), as Engram does.",
     )
+    parser.add_argument(
+        "--interleave",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Engram and the peer in one process, taking turns by blocks of N turns.",
+    )
     options = parser.parse_args()
+    if options.interleave and options.backend == "langgraph-inmemory":
+        parser.error("--interleave compares Engram on --backend sqlite or postgresql to the peer")
     items, prompts = load(options.data, options.turns, options.questions)
     figures = asyncio.run(
         run(
@@ -178,6 +275,7 @@ def main() -> None:
             options.postgres,
             options.prefix,
             options.peer_speaker,
+            options.interleave,
         )
     )
     source = str(Path(engramdb.__file__).parents[1])
@@ -185,19 +283,30 @@ def main() -> None:
     table = Table(title=f"{source}, {backend}, {len(items)} turns, {len(prompts)} prompts")
     for column in ("call", "p50 ms", "p95 ms", "mean ms"):
         table.add_column(column, justify="left" if column == "call" else "right")
-    for call in ("memorize_ms", "remember_ms"):
+    calls = ("memorize_ms", "peer_put_ms") if options.interleave else ("memorize_ms", "remember_ms")
+    for call in calls:
         cut = figures[call]
         table.add_row(call[:-3], *(f"{cut[p]:.1f}" for p in ("p50", "p95", "mean")))
     Console().print(table)
-    print(
-        f"first remember {figures['first_remember_ms']:.0f} ms, close {figures['close_ms']:.0f} ms"
-    )
+    if options.interleave:
+        gap = figures["block_gap_ms"]
+        print(
+            f"memorize minus the peer's put, median over {gap['blocks']} blocks of "
+            f"{options.interleave}: {gap['median']:+.2f} ms (quartiles {gap['q1']:+.2f} / "
+            f"{gap['q3']:+.2f})"
+        )
+    else:
+        print(
+            f"first remember {figures['first_remember_ms']:.0f} ms, "
+            f"close {figures['close_ms']:.0f} ms"
+        )
     save_result(
         "memorize-turns",
         {
             "source": source,
             "backend": options.backend,
             "peer_speaker": options.peer_speaker,
+            "interleave": options.interleave,
             "turns": len(items),
             **figures,
         },
