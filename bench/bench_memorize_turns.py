@@ -266,6 +266,8 @@ def main() -> None:
     options = parser.parse_args()
     if options.interleave and options.backend == "langgraph-inmemory":
         parser.error("--interleave compares Engram on --backend sqlite or postgresql to the peer")
+    if options.interleave < 0 or (options.interleave and options.turns < 2 * options.interleave):
+        parser.error("--interleave N takes N >= 1 and at least two blocks of turns (--turns)")
     items, prompts = load(options.data, options.turns, options.questions)
     figures = asyncio.run(
         run(

@@ -182,6 +182,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--threads", type=int, default=2)
     options = parser.parse_args()
+    if options.haystacks < 1 or options.threads < 1:
+        parser.error("--haystacks and --threads take 1 or more")
     dataset = load_dataset(options.data)
     model = Model(options.threads)
     scores: dict[str, list[tuple[float, float, float]]] = {v: [] for v in VARIANTS}
