@@ -25,6 +25,7 @@ cores). Prints a table and writes JSON to ``bench/results/``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +42,7 @@ from engramdb.evaluation.datasets import Turn, load_dataset
 from engramdb.evaluation.metrics import ndcg_any_at_k, recall_all_at_k
 from engramdb.index.contextual import episode_key
 from engramdb.index.embedder import l2_normalize
-from engramdb.index.minilm import MiniLMEmbedder, mean_pool
+from engramdb.index.minilm import MiniLMEmbedder
 from engramdb.index.sentences import sentence_keys
 
 DATA = Path("/work/shared/eval/data/longmemeval_s_cleaned.json.xz")
@@ -57,41 +58,32 @@ Matrix = npt.NDArray[np.float32]
 
 
 class Model:
-    """The default MiniLM's tokenizer and session, run directly for its token vectors."""
+    """The default MiniLM: its vectors as the engine gets them, and its token vectors, read
+    from its session directly (the embedder gives pooled vectors only)."""
 
     def __init__(self, threads: int) -> None:
-        embedder = MiniLMEmbedder(threads=threads)
-        runtime = embedder._ensure_loaded()  # the bench reads the token vectors themselves
+        self.embedder = MiniLMEmbedder(threads=threads)
+        runtime = self.embedder._ensure_loaded()
         self.tokenizer, self.session = runtime.tokenizer, runtime.session
+        self._loop = asyncio.new_event_loop()
 
-    def token_vectors(self, ids: Sequence[list[int]]) -> tuple[Matrix, npt.NDArray[np.int64]]:
-        """One batch's token vectors and its attention mask (padded to the longest)."""
-        width = max(len(row) for row in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        attention = np.zeros_like(input_ids)
-        for n, row in enumerate(ids):
-            input_ids[n, : len(row)] = row
-            attention[n, : len(row)] = 1
+    def token_vectors(self, ids: list[int]) -> Matrix:
+        """One text's token vectors."""
+        input_ids = np.array([ids], dtype=np.int64)
         (hidden,) = self.session.run(
             ["last_hidden_state"],
             {
                 "input_ids": input_ids,
-                "attention_mask": attention,
+                "attention_mask": np.ones_like(input_ids),
                 "token_type_ids": np.zeros_like(input_ids),
             },
         )
-        return np.asarray(hidden, dtype=np.float32), attention
+        return np.asarray(hidden, dtype=np.float32)[0]
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        """Unit vectors of ``texts``, as ``MiniLMEmbedder`` gives them (batches of 8 by length)."""
-        encoded = [self.tokenizer.encode(text).ids for text in texts]
-        result = np.zeros((len(texts), 384), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda n: len(encoded[n]))
-        for start in range(0, len(order), 8):
-            rows = order[start : start + 8]
-            hidden, attention = self.token_vectors([encoded[n] for n in rows])
-            result[rows] = l2_normalize(mean_pool(hidden, attention))
-        return result
+        """Unit vectors of ``texts``, from ``MiniLMEmbedder.embed``."""
+        vectors: Matrix = self._loop.run_until_complete(self.embedder.embed(texts))
+        return vectors
 
 
 def sentence_spans(text: str, sentences: Sequence[str]) -> list[tuple[int, int]]:
@@ -114,7 +106,7 @@ def pooled_sentences(
     """The sentences' vectors pooled from the whole text's one run: without and with the
     ``[CLS]``, ``[SEP]`` and speaker tokens. A sentence past the 256-token cut has none."""
     encoding = model.tokenizer.encode(whole)
-    hidden, _ = model.token_vectors([encoding.ids])
+    hidden = model.token_vectors(encoding.ids)
     offsets = encoding.offsets
     prefix = len(whole) - len(turn.text)
     context = [0, len(offsets) - 1] + [
@@ -128,8 +120,8 @@ def pooled_sentences(
             if b > a and a >= start + prefix and b <= end + prefix
         ]
         if tokens:
-            bare.append(hidden[0, tokens].mean(axis=0))
-            framed.append(hidden[0, tokens + context].mean(axis=0))
+            bare.append(hidden[tokens].mean(axis=0))
+            framed.append(hidden[tokens + context].mean(axis=0))
     if not bare:
         return np.zeros((0, 384), np.float32), np.zeros((0, 384), np.float32)
     return l2_normalize(np.array(bare)), l2_normalize(np.array(framed))
