@@ -78,7 +78,8 @@ class Model:
                 "token_type_ids": np.zeros_like(input_ids),
             },
         )
-        return np.asarray(hidden, dtype=np.float32)[0]
+        tokens: Matrix = np.asarray(hidden, dtype=np.float32)[0]
+        return tokens
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Unit vectors of ``texts``, from ``MiniLMEmbedder.embed``."""
