@@ -15,17 +15,25 @@ To compare two source trees, run it with each on ``PYTHONPATH``, alternating::
 
 ``--backend postgresql`` uses a scratch database on ``--postgres`` (dropped after);
 ``--backend langgraph-inmemory`` times LangGraph's ``InMemoryStore`` (``aput`` / ``asearch``)
-on the same turns, embedding with the same model, as the peer to compare with. The peer embeds
+on the same turns, embedding with the same model, as the peer to compare with;
+``--backend langgraph-sqlite`` its ``AsyncSqliteStore`` on a file, durable as Engram is (it needs
+``pip install langgraph-checkpoint-sqlite``, and ``pysqlite3-binary`` where Python's own
+``sqlite3`` cannot load ``sqlite-vec``); ``--backend langgraph-postgres`` its
+``AsyncPostgresStore`` in a scratch database on ``--postgres`` (``pip install
+langgraph-checkpoint-postgres``). The peer embeds
 each turn's bare text; with ``--peer-speaker`` it embeds what Engram embeds, the text after its
 speaker (``user: …``), so the two do the same model work.
 
 Separate runs of a few minutes each drift by more than the difference being measured on a
 shared machine (the peer's p50 moved 32–40 ms between runs of one hour here).
 ``--interleave N`` runs Engram (``--backend sqlite`` or ``postgresql``) and the peer in one
-process, taking turns by blocks of N turns, and reports the median over block pairs of
-Engram's block p50 minus the peer's: see ``interleaved_run`` for what is settled between
-blocks. Where the background waits for a pause in the writes before it computes (up to 10 s,
-on PostgreSQL), keep a block well over that long, or the blocks show little of it at work.
+process, taking turns by blocks of N turns (``--peer`` names the peer's store), and reports
+the median over block pairs of Engram's block p50 minus the peer's, and over turns of Engram's
+time minus the peer's for the same turn: see ``interleaved_run`` for what is settled between
+blocks. ``--think-ms T`` waits T ms after each call on both sides, as an agent waits for its
+model between turns. Where the background waits for a pause in the writes before it computes
+(up to 10 s, on PostgreSQL), keep a block well over that long, or the blocks show little of it
+at work.
 Results are printed and written as JSON to ``bench/results/`` (git-ignored).
 """
 
@@ -40,8 +48,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -102,12 +110,48 @@ async def timed_run(target: str, items: list[MemoryItem], prompts: list[str]) ->
     }
 
 
+#: The peers' stores: LangGraph's ``InMemoryStore`` (a dict); its ``AsyncSqliteStore`` on a file
+#: (``langgraph-checkpoint-sqlite``, vectors in ``sqlite-vec``) and ``AsyncPostgresStore`` in a
+#: scratch database (``langgraph-checkpoint-postgres``, vectors in pgvector), durable as Engram is.
+PEERS = ("inmemory", "sqlite", "postgres")
+PeerPut = Callable[[MemoryItem], Awaitable[None]]
+PeerSearch = Callable[[str], Awaitable[Any]]
+
+
+def _sqlite_peer_class() -> Any:
+    """LangGraph's ``AsyncSqliteStore``. Where this Python's ``sqlite3`` was built without
+    loadable extensions (``sqlite-vec`` is one), the store's modules are imported over
+    ``pysqlite3``'s, which has them; every later import, Engram's too, gets Python's own."""
+    import sqlite3
+    import sys
+
+    if not hasattr(sqlite3.connect(":memory:"), "enable_load_extension"):
+        try:
+            import pysqlite3
+        except ImportError:
+            raise SystemExit(
+                "this Python's sqlite3 cannot load extensions: pip install pysqlite3-binary"
+            ) from None
+        if "aiosqlite" in sys.modules:
+            raise SystemExit("aiosqlite was imported before the peer's sqlite3 could be chosen")
+        sys.modules["sqlite3"] = pysqlite3
+    try:
+        from langgraph.store.sqlite.aio import AsyncSqliteStore
+    finally:
+        sys.modules["sqlite3"] = sqlite3
+    return AsyncSqliteStore
+
+
+@asynccontextmanager
 async def peer_store(
     speaker: bool = False,
-) -> tuple[Callable[[MemoryItem], Awaitable[None]], Callable[[str], Awaitable[Any]], Any]:
-    """A LangGraph ``InMemoryStore`` whose index embeds each turn's text with the same MiniLM
-    model (one vector per turn): its ``put`` and ``search`` of one turn, and the model (to
-    close). ``speaker``: it embeds the text after its speaker, as Engram embeds a turn."""
+    kind: str = "inmemory",
+    server: str = "postgresql://postgres@127.0.0.1:5432",
+) -> AsyncIterator[tuple[PeerPut, PeerSearch]]:
+    """A LangGraph store of ``kind`` (``PEERS``; ``postgres`` on ``server``) whose index embeds
+    each turn's text with the same MiniLM model (one vector per turn): its ``put`` and
+    ``search`` of one turn. ``speaker``: it embeds the text after its speaker, as Engram
+    embeds a turn."""
     from langgraph.store.memory import InMemoryStore
 
     from engramdb.index import MiniLMEmbedder
@@ -118,32 +162,49 @@ async def peer_store(
     async def embed(texts: Any) -> list[list[float]]:
         return [[float(x) for x in row] for row in await model.embed(list(texts))]
 
-    store = InMemoryStore(index={"dims": model.dimensions, "embed": embed, "fields": ["text"]})
-    namespace = ("bench", "u")
-    await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
-    keys = itertools.count()
+    index: Any = {"dims": model.dimensions, "embed": embed, "fields": ["text"]}
+    async with AsyncExitStack() as stack:
+        stack.callback(model.close)
+        if kind == "sqlite":
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
+            store: Any = await stack.enter_async_context(
+                _sqlite_peer_class().from_conn_string(str(Path(folder) / "peer.db"), index=index)
+            )
+            await store.setup()
+        elif kind == "postgres":
+            from langgraph.store.postgres.aio import AsyncPostgresStore
 
-    async def put(item: MemoryItem) -> None:
-        text = episode_key(item.text, role=item.role) if speaker else item.text
-        await store.aput(namespace, str(next(keys)), {"text": text, "role": item.role})
+            url = stack.enter_context(scratch_target("postgresql", server, "writefast_peer_"))
+            store = await stack.enter_async_context(
+                AsyncPostgresStore.from_conn_string(url, index=index)
+            )
+            await store.setup()
+        else:
+            store = InMemoryStore(index=index)
+        namespace = ("bench", "u")
+        await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
+        keys = itertools.count()
 
-    async def search(prompt: str) -> Any:
-        return await store.asearch(namespace, query=prompt, limit=10)
+        async def put(item: MemoryItem) -> None:
+            text = episode_key(item.text, role=item.role) if speaker else item.text
+            await store.aput(namespace, str(next(keys)), {"text": text, "role": item.role})
 
-    return put, search, model
+        async def search(prompt: str) -> Any:
+            return await store.asearch(namespace, query=prompt, limit=10)
+
+        yield put, search
 
 
 async def peer_run(
-    items: list[MemoryItem], prompts: list[str], speaker: bool = False
+    items: list[MemoryItem], prompts: list[str], speaker: bool, kind: str, server: str
 ) -> dict[str, Any]:
-    """The same turns into LangGraph's ``InMemoryStore`` (``aput``, ``asearch``)."""
-    put, search, model = await peer_store(speaker)
+    """The same turns into a LangGraph store of ``kind`` (``aput``, ``asearch``)."""
     writes, reads = [], []
-    for item in items:
-        writes.append(await _timed(put(item)))
-    for prompt in prompts:
-        reads.append(await _timed(search(prompt)))
-    model.close()
+    async with peer_store(speaker, kind, server) as (put, search):
+        for item in items:
+            writes.append(await _timed(put(item)))
+        for prompt in prompts:
+            reads.append(await _timed(search(prompt)))
     return {
         "memorize_ms": percentiles(writes),
         "first_remember_ms": reads[0] * 1e3,
@@ -158,18 +219,35 @@ async def _timed(call: Awaitable[Any]) -> float:
     return time.perf_counter() - began
 
 
+async def _thinking(call: Awaitable[Any], think_s: float) -> float:
+    """``call``'s time, then a wait of ``think_s`` (not timed)."""
+    spent = await _timed(call)
+    if think_s:
+        await asyncio.sleep(think_s)
+    return spent
+
+
 async def interleaved_run(
-    target: str, items: list[MemoryItem], block: int, speaker: bool
+    target: str,
+    items: list[MemoryItem],
+    block: int,
+    speaker: bool,
+    think_s: float = 0.0,
+    kind: str = "inmemory",
+    server: str = "postgresql://postgres@127.0.0.1:5432",
 ) -> dict[str, Any]:
     """Engram's ``memorize`` and the peer's ``put`` of the same turns in one process, taking
     turns by blocks of ``block`` turns (which of the two goes first alternates): a machine
     whose speed drifts over minutes slows both alike. Before each block of the peer's, the
     sentence vectors Engram still owes are computed (a ``remember``, not timed), so that the
     peer's puts never share the cores with Engram's work; Engram's blocks run as they would
-    alone. Reported: both p50s, and the median over block pairs of Engram's block p50 minus
-    the peer's."""
-    put, _, model = await peer_store(speaker)
-    async with engramdb.open(target) as engine:
+    alone. ``think_s``: both sides wait that long after each call (not timed), as an agent
+    waits for its model between turns; Engram's background works in those waits.
+
+    Reported: both p50s; the median over block pairs of Engram's block p50 minus the peer's;
+    and the median over turns of Engram's time minus the peer's for the same turn, which
+    does not jump with where a block's median falls between short and long turns."""
+    async with peer_store(speaker, kind, server) as (put, _), engramdb.open(target) as engine:
         memory = engine.scope(tenant="bench", user="u")
         await memory.episodic.memorize(MemoryItem(text="Warm up. The model loads now."))
         await memory.episodic.remember("warm up")
@@ -182,19 +260,27 @@ async def interleaved_run(
             peer: list[float] = []
             for side in ("ours", "peer") if number % 2 == 0 else ("peer", "ours"):
                 if side == "ours":
-                    mine = [await _timed(memory.episodic.memorize(item)) for item in chunk]
+                    mine = [
+                        await _thinking(memory.episodic.memorize(item), think_s) for item in chunk
+                    ]
                     await memory.episodic.remember("what is still owed is computed now")
                 else:
-                    peer = [await _timed(put(item)) for item in chunk]
+                    peer = [await _thinking(put(item), think_s) for item in chunk]
             ours += mine
             theirs += peer
             gaps.append((statistics.median(mine) - statistics.median(peer)) * 1e3)
-    model.close()
+    turn_gaps = [(a - b) * 1e3 for a, b in zip(ours, theirs, strict=True)]
     quartiles = statistics.quantiles(gaps, n=4, method="inclusive")
     return {
         "memorize_ms": percentiles(ours),
         "peer_put_ms": percentiles(theirs),
         "block": block,
+        "think_ms": think_s * 1e3,
+        "turn_gap_ms": {
+            "median": statistics.median(turn_gaps),
+            "q1": statistics.quantiles(turn_gaps, n=4, method="inclusive")[0],
+            "q3": statistics.quantiles(turn_gaps, n=4, method="inclusive")[2],
+        },
         "block_gap_ms": {
             "median": statistics.median(gaps),
             "q1": quartiles[0],
@@ -222,27 +308,30 @@ def scratch_target(backend: str, server: str, prefix: str) -> Iterator[str]:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
-async def run(
-    backend: str,
-    items: list[MemoryItem],
-    prompts: list[str],
-    server: str,
-    prefix: str,
-    peer_speaker: bool = False,
-    interleave: int = 0,
-) -> Any:
-    if backend == "langgraph-inmemory":
-        return await peer_run(items, prompts, peer_speaker)
-    with scratch_target(backend, server, prefix) as target:
-        if interleave:
-            return await interleaved_run(target, items, interleave, peer_speaker)
+async def run(options: argparse.Namespace, items: list[MemoryItem], prompts: list[str]) -> Any:
+    if options.backend.startswith("langgraph-"):
+        kind = options.backend.removeprefix("langgraph-")
+        return await peer_run(items, prompts, options.peer_speaker, kind, options.postgres)
+    with scratch_target(options.backend, options.postgres, options.prefix) as target:
+        if options.interleave:
+            return await interleaved_run(
+                target,
+                items,
+                options.interleave,
+                options.peer_speaker,
+                options.think_ms / 1e3,
+                options.peer,
+                options.postgres,
+            )
         return await timed_run(target, items, prompts)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--backend", choices=("sqlite", "postgresql", "langgraph-inmemory"), default="sqlite"
+        "--backend",
+        choices=("sqlite", "postgresql", *(f"langgraph-{peer}" for peer in PEERS)),
+        default="sqlite",
     )
     parser.add_argument("--turns", type=int, default=5882)
     parser.add_argument("--questions", type=int, default=50)
@@ -263,25 +352,33 @@ def main() -> None:
         metavar="N",
         help="Engram and the peer in one process, taking turns by blocks of N turns.",
     )
+    parser.add_argument(
+        "--peer",
+        choices=PEERS,
+        default="inmemory",
+        help="With --interleave: the LangGraph store to compare with.",
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="With --interleave: both sides wait T ms after each call (not timed).",
+    )
     options = parser.parse_args()
-    if options.interleave and options.backend == "langgraph-inmemory":
+    if options.think_ms and not options.interleave:
+        parser.error("--think-ms goes with --interleave")
+    if not 0 <= options.think_ms <= 60_000:
+        parser.error("--think-ms takes 0 to 60000 ms")
+    if options.interleave and options.backend.startswith("langgraph-"):
         parser.error("--interleave compares Engram on --backend sqlite or postgresql to the peer")
     if options.interleave < 0 or (options.interleave and options.turns < 2 * options.interleave):
         parser.error("--interleave N takes N >= 1 and at least two blocks of turns (--turns)")
     items, prompts = load(options.data, options.turns, options.questions)
-    figures = asyncio.run(
-        run(
-            options.backend,
-            items,
-            prompts,
-            options.postgres,
-            options.prefix,
-            options.peer_speaker,
-            options.interleave,
-        )
-    )
+    figures = asyncio.run(run(options, items, prompts))
     source = str(Path(engramdb.__file__).parents[1])
-    backend = options.backend + (" (user: text)" if options.peer_speaker else "")
+    peer = f", against langgraph-{options.peer}" if options.interleave else ""
+    backend = options.backend + peer + (" (user: text)" if options.peer_speaker else "")
     table = Table(title=f"{source}, {backend}, {len(items)} turns, {len(prompts)} prompts")
     for column in ("call", "p50 ms", "p95 ms", "mean ms"):
         table.add_column(column, justify="left" if column == "call" else "right")
@@ -297,6 +394,11 @@ def main() -> None:
             f"{options.interleave}: {gap['median']:+.2f} ms (quartiles {gap['q1']:+.2f} / "
             f"{gap['q3']:+.2f})"
         )
+        turn = figures["turn_gap_ms"]
+        print(
+            f"memorize minus the peer's put of the same turn, median over {len(items)} turns: "
+            f"{turn['median']:+.2f} ms (quartiles {turn['q1']:+.2f} / {turn['q3']:+.2f})"
+        )
     else:
         print(
             f"first remember {figures['first_remember_ms']:.0f} ms, "
@@ -309,6 +411,7 @@ def main() -> None:
             "backend": options.backend,
             "peer_speaker": options.peer_speaker,
             "interleave": options.interleave,
+            "peer": options.peer if options.interleave else None,
             "turns": len(items),
             **figures,
         },
