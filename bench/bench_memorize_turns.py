@@ -219,6 +219,12 @@ async def _timed(call: Awaitable[Any]) -> float:
     return time.perf_counter() - began
 
 
+def _spread(values: list[float]) -> dict[str, float]:
+    """The median and quartiles of ``values``."""
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"median": statistics.median(values), "q1": q1, "q3": q3}
+
+
 async def _thinking(call: Awaitable[Any], think_s: float) -> float:
     """``call``'s time, then a wait of ``think_s`` (not timed)."""
     spent = await _timed(call)
@@ -270,23 +276,13 @@ async def interleaved_run(
             theirs += peer
             gaps.append((statistics.median(mine) - statistics.median(peer)) * 1e3)
     turn_gaps = [(a - b) * 1e3 for a, b in zip(ours, theirs, strict=True)]
-    quartiles = statistics.quantiles(gaps, n=4, method="inclusive")
     return {
         "memorize_ms": percentiles(ours),
         "peer_put_ms": percentiles(theirs),
         "block": block,
         "think_ms": think_s * 1e3,
-        "turn_gap_ms": {
-            "median": statistics.median(turn_gaps),
-            "q1": statistics.quantiles(turn_gaps, n=4, method="inclusive")[0],
-            "q3": statistics.quantiles(turn_gaps, n=4, method="inclusive")[2],
-        },
-        "block_gap_ms": {
-            "median": statistics.median(gaps),
-            "q1": quartiles[0],
-            "q3": quartiles[2],
-            "blocks": len(gaps),
-        },
+        "turn_gap_ms": _spread(turn_gaps),
+        "block_gap_ms": {**_spread(gaps), "blocks": len(gaps)},
     }
 
 
@@ -355,8 +351,7 @@ def main() -> None:
     parser.add_argument(
         "--peer",
         choices=PEERS,
-        default="inmemory",
-        help="With --interleave: the LangGraph store to compare with.",
+        help="With --interleave: the LangGraph store to compare with (inmemory unless given).",
     )
     parser.add_argument(
         "--think-ms",
@@ -366,8 +361,9 @@ def main() -> None:
         help="With --interleave: both sides wait T ms after each call (not timed).",
     )
     options = parser.parse_args()
-    if options.think_ms and not options.interleave:
-        parser.error("--think-ms goes with --interleave")
+    if (options.think_ms or options.peer) and not options.interleave:
+        parser.error("--think-ms and --peer go with --interleave")
+    options.peer = options.peer or "inmemory"
     if not 0 <= options.think_ms <= 60_000:
         parser.error("--think-ms takes 0 to 60000 ms")
     if options.interleave and options.backend.startswith("langgraph-"):
