@@ -156,31 +156,30 @@ async def peer_store(
 
     from engramdb.index import MiniLMEmbedder
 
-    model = MiniLMEmbedder()
-    await model.load()
-
-    async def embed(texts: Any) -> list[list[float]]:
-        return [[float(x) for x in row] for row in await model.embed(list(texts))]
-
-    index: Any = {"dims": model.dimensions, "embed": embed, "fields": ["text"]}
     async with AsyncExitStack() as stack:
+        model = MiniLMEmbedder()
         stack.callback(model.close)
-        if kind == "sqlite":
-            folder = stack.enter_context(tempfile.TemporaryDirectory())
-            store: Any = await stack.enter_async_context(
-                _sqlite_peer_class().from_conn_string(str(Path(folder) / "peer.db"), index=index)
-            )
-            await store.setup()
-        elif kind == "postgres":
-            from langgraph.store.postgres.aio import AsyncPostgresStore
+        await model.load()
 
-            url = stack.enter_context(scratch_target("postgresql", server, "writefast_peer_"))
-            store = await stack.enter_async_context(
-                AsyncPostgresStore.from_conn_string(url, index=index)
-            )
-            await store.setup()
+        async def embed(texts: Any) -> list[list[float]]:
+            return [[float(x) for x in row] for row in await model.embed(list(texts))]
+
+        index: Any = {"dims": model.dimensions, "embed": embed, "fields": ["text"]}
+        if kind == "inmemory":
+            store: Any = InMemoryStore(index=index)
         else:
-            store = InMemoryStore(index=index)
+            if kind == "sqlite":
+                folder = stack.enter_context(tempfile.TemporaryDirectory())
+                opening = _sqlite_peer_class().from_conn_string(
+                    str(Path(folder) / "peer.db"), index=index
+                )
+            else:
+                from langgraph.store.postgres.aio import AsyncPostgresStore
+
+                url = stack.enter_context(scratch_target("postgresql", server, "writefast_peer_"))
+                opening = AsyncPostgresStore.from_conn_string(url, index=index)
+            store = await stack.enter_async_context(opening)
+            await store.setup()
         namespace = ("bench", "u")
         await store.aput(namespace, "warm", {"text": "Warm up. The model loads now."})
         keys = itertools.count()
