@@ -367,6 +367,8 @@ def main() -> None:
         parser.error("--think-ms takes 0 to 60000 ms")
     if options.interleave and options.backend.startswith("langgraph-"):
         parser.error("--interleave compares Engram on --backend sqlite or postgresql to the peer")
+    if not options.interleave and (options.turns < 2 or options.questions < 3):
+        parser.error("--turns takes at least 2 and --questions at least 3 (the first is apart)")
     if options.interleave < 0 or (options.interleave and options.turns < 2 * options.interleave):
         parser.error("--interleave N takes N >= 1 and at least two blocks of turns (--turns)")
     items, prompts = load(options.data, options.turns, options.questions)
